@@ -16,7 +16,11 @@ from graphtool.errors import DftoolError
 from .common import common_options, settings
 
 # Subcommand modules; each defines `command`. Listed here so `dftool --help` shows them all.
-COMMAND_MODULES = ("inspect_cmd", "run_cmd", "optimize_cmd")
+COMMAND_MODULES = (
+    "inspect_cmd",
+    "run_cmd",
+    "optimize_cmd",
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

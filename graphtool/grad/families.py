@@ -1,0 +1,11 @@
+"""The gradient family modules; importing this registers every gradient function."""
+from __future__ import annotations
+
+from importlib import import_module
+
+# One module per op family (graphtool/grad/<family>.py); each registers with registry.gradient
+# and registry.not_differentiable when imported.
+FAMILY_MODULES: tuple[str, ...] = ()
+
+for _module in FAMILY_MODULES:
+    import_module(f"{__package__}.{_module}")
