@@ -20,6 +20,9 @@ COMMAND_MODULES = (
     "inspect_cmd",
     "run_cmd",
     "optimize_cmd",
+    "prune_cmd",
+    "place_cmd",
+    "partition_cmd",
 )
 
 

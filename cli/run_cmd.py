@@ -7,6 +7,7 @@ import click
 import numpy as np
 
 from graphtool import graph_io
+from graphtool.device_names import short_device_name
 from graphtool.errors import RuntimeFailure, UsageError
 
 from .common import common_options, emit_report, info, load_graph, settings
@@ -120,9 +121,12 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, threads, tim
             click.echo(_summary(name, value))
     for name in dead:
         info(f"{name}: dead (on a cond branch this run did not take)")
+    devices = [short_device_name(d) for d in result.devices]
+    if len(devices) > 1:
+        info(f"ran on {len(devices)} devices, one executor each: {', '.join(devices)}")
     mismatches = compare_expected(expect, fetch_list, values, rtol, atol) if expect else []
     if as_json or report:
-        emit_report({"command": "run", "graph": graph, "device": session.device.name,
+        emit_report({"command": "run", "graph": graph, "device": session.device.name, "devices": devices,
                      "nodes_executed": result.nodes_executed, "loop_iterations": result.iterations,
                      "fetches": [{"name": n, "dtype": str(v.dtype), "shape": list(v.shape)}
                                  for n, v in zip(fetch_list, values)],

@@ -4,7 +4,7 @@
 
 Shows that the GraphDefs graphtool writes are TensorFlow GraphDefs: each file is parsed with
 TensorFlow's own GraphDef proto, imported with tf.compat.v1.import_graph_def (the v1 control flow
-as written), and run in a Session with two CPU devices on NAME.feeds.npz. The graph's outputs
+as written), and run in a Session with eight CPU devices on NAME.feeds.npz. The graph's outputs
 (nodes nothing consumes) are fetched, printed, and compared with a NumPy version of the sample
 computed from its feeds and Const weights (the paper's loop must give 16). Exit status 1 when
 any sample fails.
@@ -42,6 +42,28 @@ def _rnn(x, c):
     return np.stack(states), h
 
 
+def _stacked_rnn(x, c):
+    """model_parallel_rnn: (final_state, top_sum) of the 8-layer RNN."""
+    states = [np.zeros((x.shape[1], x.shape[2]), np.float32) for _ in range(8)]
+    top_sum = np.zeros_like(states[0])
+    for x_t in x:
+        inputs = x_t
+        for k in range(8):
+            inputs = states[k] = np.tanh(inputs @ c[f"layer{k}/wx"] + states[k] @ c[f"layer{k}/wh"]
+                                         + c[f"layer{k}/bias"])
+        top_sum = top_sum + inputs
+    return {"final_state": states[-1], "top_sum": top_sum}
+
+
+def _pipeline(x, c):
+    outputs = []
+    for h in x:
+        for k in range(4):
+            h = _relu(h @ c[f"stage{k}/kernel"] + c[f"stage{k}/bias"])
+        outputs.append(h)
+    return {"total": np.sum(outputs, axis=0)}
+
+
 # NumPy versions of the samples, from their feeds `f` and their Const values `c` (by node name).
 REFERENCES = {
     "mlp": lambda f, c: {"probs": _softmax(_relu(f["x"] @ c["dense/kernel"] + c["dense/bias"])
@@ -51,6 +73,8 @@ REFERENCES = {
     "rnn": lambda f, c: dict(zip(("outputs", "final_state"), _rnn(f["x"], c))),
     "multi_device": lambda f, c: {"y": f["x"] + _relu(f["x"] @ c["w1"]) @ c["w2"]},
     "convnet": lambda f, c: {},
+    "model_parallel_rnn": lambda f, c: _stacked_rnn(f["x"], c),
+    "pipeline": lambda f, c: _pipeline(f["x"], c),
 }
 
 
@@ -79,7 +103,7 @@ def run_sample(name: str) -> bool:
     with graph.as_default():
         tf1.import_graph_def(graph_def, name="")
     fetch_names = [n for n in graph_outputs(graph_def) if graph.get_operation_by_name(n).outputs]
-    config = tf1.ConfigProto(device_count={"CPU": 2}, allow_soft_placement=False)
+    config = tf1.ConfigProto(device_count={"CPU": 8}, allow_soft_placement=False)
     with tf1.Session(graph=graph, config=config) as session:
         values = session.run([f"{n}:0" for n in fetch_names], feed_dict={f"{k}:0": v for k, v in feeds.items()})
     outputs = dict(zip(fetch_names, values))

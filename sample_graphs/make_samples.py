@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from graphtool import graph_io  # noqa: E402
 from graphtool.builder import GraphBuilder  # noqa: E402
 from graphtool.shape_inference import infer_shapes  # noqa: E402
+from sample_graphs.model_parallel import pipeline, stacked_rnn  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
@@ -142,6 +143,17 @@ def build_multi_device(rng):
     return b, {"x": _weights(rng, 3, 8, scale=1.0)}
 
 
+def build_model_parallel_rnn(rng):
+    """The paper's model-parallel case: an 8-layer tanh RNN, layer k on CPU:k, in ONE while loop
+    over 12 time steps (parallel_iterations 32); see model_parallel.py."""
+    return stacked_rnn(rng, layers=8, hidden=16, batch=4, steps=12, parallel_iterations=32)
+
+
+def build_pipeline(rng):
+    """4 dense+relu stages on CPU:0..3 over 8 micro-batches in one while loop; see model_parallel.py."""
+    return pipeline(rng, stages=4, width=16, batch=4, micro_batches=8, parallel_iterations=8)
+
+
 SAMPLES = {
     "mlp": build_mlp,
     "convnet": build_convnet,
@@ -149,6 +161,8 @@ SAMPLES = {
     "while_loop": build_while_loop,
     "rnn": build_rnn,
     "multi_device": build_multi_device,
+    "model_parallel_rnn": build_model_parallel_rnn,
+    "pipeline": build_pipeline,
 }
 
 

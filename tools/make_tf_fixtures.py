@@ -11,6 +11,10 @@ writes one directory per case under ``tests/fixtures/tf/<case>/``:
     case.json      name, family, description, feeds, fetches, rtol, atol, ops, notes, cpu_devices,
                    extra_runs (more feeds_<run>.npz / expected_<run>.npz pairs) and skipped ops
     feeds_<run>.npz / expected_<run>.npz   one pair per entry of extra_runs
+    expected_grads.npz (and expected_grads_<run>.npz per extra run)   only for a case that
+                   differentiates: TensorFlow's tf.gradients(y, xs) keyed by x (``w:0``); case.json
+                   then has "gradients": {"y", "xs", "expected"} and each extra run "expected_grads".
+                   graph.pb stays forward-only (the `grad_reference` family checks `dftool grad`)
 
 and ``tests/fixtures/tf/manifest.json`` listing every case and the TensorFlow version.
 
@@ -18,6 +22,8 @@ Run it with the TensorFlow venv (the project itself never needs TensorFlow):
 
     /work/tfenv/bin/python tools/make_tf_fixtures.py                 # every case
     /work/tfenv/bin/python tools/make_tf_fixtures.py --only cond while_loop
+    /work/tfenv/bin/python tools/make_tf_fixtures.py --only $(/work/tfenv/bin/python \
+        tools/make_tf_fixtures.py --list | awk '$2 == "grad_reference" {print $1}')
     /work/tfenv/bin/python tools/make_tf_fixtures.py --list
 
 Each generated case directory is deleted and rewritten; a full run also removes case directories
@@ -30,14 +36,16 @@ The tests only read these files; they never import TensorFlow.
 
 The cases live in the package next to this script, one module per family
 (tools/tf_fixtures/models.py, control_flow.py, gradients.py, multi_device.py, ops_math.py,
-ops_array.py, ops_nn.py, ops_dtype.py); tools/tf_fixtures/recording.py runs and writes them.
+ops_array.py, ops_nn.py, ops_dtype.py, grad_reference.py); tools/tf_fixtures/recording.py runs
+and writes them.
 
 Adding a case: in its family's module, write a function taking a `Builder` and decorate it with
 `@case(...)`. Create inputs with `b.placeholder(name, value)` (the value becomes the feed), and
 mark outputs with `b.fetch(tensor, name)` or create single ops with `b.raw(OpType, name, **args)`,
 which names the op after the edge case and fetches its outputs. `b.variant(run, **feeds)` adds
 another run of the same graph with some feeds replaced; `b.variable(name, value)` makes a variable
-that is frozen. A new family gets a new module, imported in tools/tf_fixtures/__init__.py.
+that is frozen; `b.differentiate(y, xs)` fetches y and records tf.gradients(y, xs) as data. A new
+family gets a new module, imported in tools/tf_fixtures/__init__.py.
 """
 import argparse
 import shutil

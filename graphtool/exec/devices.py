@@ -55,6 +55,11 @@ class Device:
     def synchronize(self) -> None:
         """Wait for queued work (a no-op on the CPU)."""
 
+    def stream_runtime(self, plan):
+        """What launches `plan`'s kernels on streams (streams.StreamRuntime), for devices that have
+        streams; None: the executor calls kernels directly."""
+        return None
+
 
 class CPUDevice(Device):
     device_type = "CPU"

@@ -24,7 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..errors import RuntimeFailure
-from .plan import ENTER, EXIT, FED, LOOP_COND, MERGE, NORMAL, SWITCH, FrameTemplate, Item, Plan
+from . import transfer
+from .plan import ENTER, EXIT, FED, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, FrameTemplate, Item, Plan
 
 
 class _Dead:
@@ -90,6 +91,14 @@ class Executor:
         self.check_numerics = check_numerics
         self.last_stats = StepStats()
         self._pool: ThreadPoolExecutor | None = None
+        self._has_transfers = any(item.kind in (SEND, RECV) for item in plan.items)
+        # Devices with streams (GPUs) launch kernels through a stream runtime (streams.py).
+        self.streams = plan.device.stream_runtime(plan)
+
+    @property
+    def device_names(self) -> list[str]:
+        """The devices this executor runs on: one (a MultiDeviceExecutor has several)."""
+        return [self.plan.device.name]
 
     def pool(self) -> ThreadPoolExecutor | None:
         """The worker threads, started on first use and kept for later steps."""
@@ -109,19 +118,38 @@ class Executor:
             pool.shutdown(wait=False, cancel_futures=True)
 
     def run(self, feeds: dict[Item, tuple], fetches: list[tuple[Item, int]], *,
-            timeout: float | None = None, resources=None, allow_dead: bool = False) -> list:
+            timeout: float | None = None, resources=None, allow_dead: bool = False,
+            rendezvous=None, participant=None, stats=None) -> list:
         """Execute the plan. `feeds` maps FED items to their output tuples; returns the fetched
         values in order (None for a dead fetch when `allow_dead`, else a dead fetch is an error).
         Raises RuntimeFailure naming the node on kernel errors, a timeout, or a graph that cannot
-        finish."""
-        step = _Step(self, feeds, fetches, timeout, resources)
+        finish. `_Send`/`_Recv` nodes meet in `rendezvous` (shared with the other devices' executors
+        of a multi-device step; `participant` names this one there); without one, a graph that
+        sends to itself gets a private rendezvous. `stats` (a step_stats.StepStats) records every
+        node execution and the memory in use; without it the step pays nothing for statistics."""
+        step = _Step(self, feeds, fetches, timeout, resources) if stats is None else \
+            _traced_step(self, stats, feeds, fetches, timeout, resources)
         step.allow_dead = allow_dead
+        if rendezvous is None and self._has_transfers:
+            rendezvous = transfer.local_rendezvous(participant)
+        step.rendezvous, step.participant = rendezvous, participant
         step.pool = self.pool()
         try:
             return step.run()
         finally:
+            if self.streams is not None:   # the step's device work is done before results leave
+                self.streams.finish_step()
             step.stats.nodes_executed = step.nodes_executed
             self.last_stats = step.stats
+
+
+def _traced_step(executor: Executor, stats, *args) -> "_Step":
+    """A step that records into `stats` (step_recorder.py subclasses _Step)."""
+    from .step_recorder import TracedStep
+
+    step = TracedStep(executor, *args)
+    step.start_recording(stats)
+    return step
 
 
 class _Step:
@@ -158,6 +186,9 @@ class _Step:
         self.allow_dead = False
         self.root = FrameState(self.plan.root, None, 0)
         self.root.pending_enters = 0
+        self.rendezvous = None   # set for plans with _Send/_Recv (see transfer.py)
+        self.participant = None
+        self.streams = executor.streams
 
     # --- the scheduling loop --------------------------------------------------------------------
     def run(self) -> list:
@@ -172,11 +203,11 @@ class _Step:
             # TensorFlow produces inf/NaN and wraps integers silently; so do the kernels.
             with np.errstate(all="ignore"):
                 self._loop(self.pool)
-        except BaseException:
-            self._drain()  # let kernels still running on the pool finish before unwinding
+        except BaseException as exc:
+            self._drain(exc)  # let kernels still running on the pool finish before unwinding
             raise
         if self.error is not None:
-            self._drain()
+            self._drain(self.error)
             raise self.error
         return self._collect()
 
@@ -222,12 +253,16 @@ class _Step:
                 return
             self._wait_for_completion()
 
-    def _drain(self) -> None:
+    def _drain(self, error: BaseException) -> None:
+        if self.rendezvous is not None:  # wake Recvs still waiting, here and on other devices
+            self.rendezvous.abort(error, self.participant)
         while self.in_flight:
             self.completions.get()
             self.in_flight -= 1
 
     def _wait_for_completion(self) -> None:
+        if self.rendezvous is not None:
+            transfer.before_waiting(self)
         while True:
             try:
                 tagged, outputs, error = self.completions.get(timeout=0.05)
@@ -240,7 +275,7 @@ class _Step:
                 self.error = error
             return
         if self.error is None:
-            self._finish(tagged, outputs, False)
+            self._finish(tagged, outputs, tagged[0].kind == RECV and transfer.recv_control_dead(tagged))
 
     def _check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline and self.error is None:
@@ -248,6 +283,8 @@ class _Step:
                                         f"({self.nodes_executed} nodes executed)",
                                         hint="a loop that never ends? raise --timeout if it is just slow")
             self.ready.clear()
+            if self.rendezvous is not None:  # wake this step's Recvs, and the other devices'
+                self.rendezvous.abort(self.error, self.participant)
 
     # --- running one node ---------------------------------------------------------------------
     def _take_inputs(self, tagged):
@@ -268,7 +305,10 @@ class _Step:
             self.completions.put((tagged, None, self._kernel_error(tagged[0], inputs, exc)))
 
     def _compute(self, item: Item, inputs):
-        outputs = item.kernel(item.ctx, *inputs)
+        if self.streams is None:
+            outputs = item.kernel(item.ctx, *inputs)
+        else:   # on its stream, after waiting for the streams that made its inputs
+            outputs = self.streams.launch(item, inputs)
         if type(outputs) is not tuple:
             outputs = (outputs,)
         if len(outputs) != item.num_outputs:
@@ -306,6 +346,9 @@ class _Step:
                 outputs = (DEAD, inputs[0])
             else:
                 outputs = (inputs[0], DEAD)
+        elif kind == SEND or kind == RECV:  # transfer nodes run even when their inputs are dead
+            transfer.run_transfer(self, tagged, inputs, is_dead)
+            return
         elif kind == FED:
             outputs = self.feeds[item]
         else:  # ControlTrigger: live even when its inputs are dead

@@ -16,17 +16,19 @@ from .kernels import KernelContext
 
 # How the executor treats a node (plain ints: compared in the hot loop). The kinds from ENTER up
 # move values between frames or iterations; the others deliver within their own iteration.
-NORMAL, MERGE, SWITCH, LOOP_COND, CONTROL_TRIGGER, FED, ENTER, EXIT, NEXT_ITERATION = range(9)
+# SEND/RECV are the transfer nodes of a partitioned graph (they meet in a Rendezvous).
+NORMAL, MERGE, SWITCH, LOOP_COND, CONTROL_TRIGGER, FED, SEND, RECV, ENTER, EXIT, NEXT_ITERATION = range(11)
 _KIND_OF_OP = {
     "Merge": MERGE, "RefMerge": MERGE, "Switch": SWITCH, "RefSwitch": SWITCH,
     "Enter": ENTER, "RefEnter": ENTER, "Exit": EXIT, "RefExit": EXIT,
     "NextIteration": NEXT_ITERATION, "RefNextIteration": NEXT_ITERATION,
     "LoopCond": LOOP_COND, "ControlTrigger": CONTROL_TRIGGER,
+    "_Send": SEND, "_HostSend": SEND, "_Recv": RECV, "_HostRecv": RECV,
 }
 
 
 def runs_without_kernel(op: str) -> bool:
-    """Control-flow ops are run by the executor's frame logic, not by kernels."""
+    """Control-flow and transfer ops are run by the executor itself, not by kernels."""
     return op in _KIND_OF_OP
 
 
@@ -60,6 +62,8 @@ class Item:
     live_ports: list = field(default_factory=list)
     # Merge only: its value_index outputs, made once.
     value_indices: tuple = ()
+    # _Send/_Recv only: (send_device, recv_device, tensor_name), the static part of the key.
+    transfer_key: tuple = ()
 
     @property
     def name(self) -> str:
@@ -131,6 +135,8 @@ def compile_plan(graph: Graph, device, fed_nodes: set[str] = frozenset()) -> Pla
             item.is_constant = bool(node.attr("is_constant"))
         elif kind == NORMAL:
             _bind_kernel(item, device)
+        elif kind in (SEND, RECV):
+            item.transfer_key = (node.attr("send_device"), node.attr("recv_device"), node.attr("tensor_name"))
 
     for item in items:
         if item.kind == FED:

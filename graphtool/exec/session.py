@@ -6,22 +6,25 @@ signature and executes it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import dtypes
 from ..errors import UsageError
 from ..ir import Graph, TensorRef, parse_tensor_name
-from ..prune import needed_nodes
+from ..prune import fed_tensor_aliases, needed_nodes, retval_names
 from ..shape_inference import infer_shapes
 from ..shapes import Shape
 from .devices import Device, create_device
 from .executor import Executor
+from .multi_device import compile_multi_device, needs_multi_device, with_peer_sends
 from .plan import compile_plan
 from .resources import SessionResources, StepResources
+from .step_stats import StepStats
 
-PLACEHOLDER_OPS = ("Placeholder", "PlaceholderV2")
+# _Arg: the inputs of a `dftool prune --call-frame` graph, fed like Placeholders.
+PLACEHOLDER_OPS = ("Placeholder", "PlaceholderV2", "_Arg")
 
 
 @dataclass
@@ -29,6 +32,8 @@ class RunResult:
     values: list[np.ndarray]
     nodes_executed: int
     iterations: dict[str, int]
+    devices: list[str] = field(default_factory=list)   # the devices whose executors ran
+    step_stats: StepStats | None = None   # with run(trace=True): every node execution, memory
 
 
 class Session:
@@ -40,15 +45,23 @@ class Session:
         self.check_numerics = check_numerics
         self.resources = SessionResources()   # variables live as long as the session
         self._shapes = infer_shapes(graph)
+        self._fed_aliases = fed_tensor_aliases(graph)   # 'node:k' fed in a pruned graph -> its feed node
         self._executors: dict[tuple, tuple[Executor, list, dict]] = {}
+        # Several devices named, or a partitioned graph: one executor per device (multi_device.py).
+        self.multi_device = needs_multi_device(graph, self.device)
 
     # --- names ----------------------------------------------------------------------------------
     def resolve(self, name: str, what: str) -> TensorRef:
         """A tensor named by the user; UsageError (exit 2) naming it when it does not exist."""
         node_name, port = parse_tensor_name(name)
+        aliased = self._fed_aliases.get(f"{node_name}:{port}")
+        if aliased is not None:
+            return aliased
         node = self.graph.get(node_name)
         if node is None:
             raise UsageError(f"{what} '{name}': no node named '{node_name}' in the graph")
+        if node.op == "_Retval" and port == 0:   # fetching a call frame's result: its value
+            return node.inputs[0]
         if port >= node.num_outputs:
             raise UsageError(f"{what} '{name}': node '{node_name}' ({node.op}) has {node.num_outputs} output(s)")
         return TensorRef(node, port)
@@ -56,14 +69,18 @@ class Session:
     def default_fetches(self) -> list[str]:
         from ..inspect import graph_outputs
 
+        if retval_names(self.graph):   # a call-frame graph returns its _Retvals, in index order
+            return retval_names(self.graph)
         return [ref.name for node in graph_outputs(self.graph) for ref in node.outputs]
 
     # --- running ----------------------------------------------------------------------------------
     def run(self, fetches: list[str], feeds: dict[str, np.ndarray] | None = None,
-            timeout: float | None = None, targets: list[str] = (), allow_dead: bool = False) -> RunResult:
+            timeout: float | None = None, targets: list[str] = (), allow_dead: bool = False,
+            trace: bool = False) -> RunResult:
         """Compute `fetches` (tensor names) after running `targets` (node names, e.g. an init op
         without outputs), given `feeds`. Feeds the fetches do not need are accepted and unused.
-        A fetch on an untaken cond branch is an error, or None with `allow_dead`."""
+        A fetch on an untaken cond branch is an error, or None with `allow_dead`. With `trace`,
+        the result's `step_stats` has every node execution and the memory in use per device."""
         feeds = feeds or {}
         fetch_refs = [self.resolve(name, "fetch") for name in fetches]
         target_nodes = [self.graph.get(t.lstrip("^")) for t in targets]
@@ -83,14 +100,18 @@ class Session:
         for item, refs in fed_items.items():
             feed_outputs[item] = tuple(device.to_device(checked[r]) if r in checked else None for r in refs)
         step_fetches = [(fetch_items[i], ref.index) for i, ref in enumerate(fetch_refs)]
+        stats = StepStats() if trace else None
         values = executor.run(feed_outputs, step_fetches, timeout=timeout, resources=StepResources(self.resources),
-                              allow_dead=allow_dead)
+                              allow_dead=allow_dead, stats=stats)
         host_values = [None if v is None else device.to_host(v) for v in values]
-        return RunResult(host_values, executor.last_stats.nodes_executed, dict(executor.last_stats.iterations))
+        return RunResult(host_values, executor.last_stats.nodes_executed, dict(executor.last_stats.iterations),
+                         executor.device_names, stats.stop() if trace else None)
 
     def _compile(self, fetch_refs, target_nodes, checked):
         fed_nodes = {ref.node for ref in checked}
         needed = needed_nodes(self.graph, [r.node for r in fetch_refs] + list(target_nodes), fed_nodes)
+        if self.multi_device:  # a needed _Recv needs its _Send on another device
+            needed = with_peer_sends(self.graph, needed, fed_nodes)
         fed_nodes &= needed
         for node in needed:
             if node.op in PLACEHOLDER_OPS and node not in fed_nodes:
@@ -107,6 +128,8 @@ class Session:
         from ..prune import pruned_copy
 
         pruned = pruned_copy(self.graph, needed, fed_nodes)
+        if self.multi_device:
+            return compile_multi_device(self, pruned, fed_nodes, fetch_refs, target_nodes)
         plan = compile_plan(pruned, self.device, {n.name for n in fed_nodes})
         executor = Executor(plan, self.threads, check_numerics=self.check_numerics,
                             targets=[plan.item_of[n.name] for n in target_nodes])
@@ -127,8 +150,9 @@ class Session:
         if want is not dtypes.INVALID and want.numpy is not None:
             array = _cast_feed(array, want, name)
         shape = self._shapes.shape(ref)
-        if ref.node.op in PLACEHOLDER_OPS:
-            shape = shape.merge(ref.node.attr("shape")) if shape.is_compatible_with(ref.node.attr("shape")) else shape
+        declared = ref.node.attr("shape", None) if ref.node.op in PLACEHOLDER_OPS else None  # _Arg has none
+        if declared is not None:
+            shape = shape.merge(declared) if shape.is_compatible_with(declared) else shape
         if not shape.is_compatible_with(Shape(array.shape)):
             raise UsageError(f"feed '{name}': shape {list(array.shape)} does not fit {shape} "
                              f"expected by '{ref.node.name}'")

@@ -5,7 +5,15 @@ from importlib import import_module
 
 # One module per op family (graphtool/grad/<family>.py); each registers with registry.gradient
 # and registry.not_differentiable when imported.
-FAMILY_MODULES: tuple[str, ...] = ()
+FAMILY_MODULES: tuple[str, ...] = (
+    "math",
+    "math_reduce",
+    "math_linalg",
+    "array",
+    "array_index",
+    "nn",
+    "nn_conv",
+)
 
 for _module in FAMILY_MODULES:
     import_module(f"{__package__}.{_module}")

@@ -65,6 +65,25 @@ def declared_not_differentiable() -> frozenset[str]:
     return frozenset(_NOT_DIFFERENTIABLE)
 
 
+# Ops whose gradient the driver builds from the graph's structure instead of op by op: a while
+# loop's Enter/Exit/NextIteration become a backward loop as a whole (graphtool/grad/while_loop.py).
+_STRUCTURAL: set[str] = set()
+
+
+def structural(*ops: str) -> None:
+    """Declare ops that carry gradients but are differentiated by the driver as part of a larger
+    structure (a while loop), never through a per-op gradient function."""
+    for op in ops:
+        if op in _GRADIENTS or op in _NOT_DIFFERENTIABLE or op in _STRUCTURAL:
+            raise ValueError(f"gradient of '{op}' registered twice")
+        _STRUCTURAL.add(op)
+
+
+def is_structural(op: str) -> bool:
+    _load_families()
+    return op in _STRUCTURAL
+
+
 def _load_families() -> None:
     # Importing the family modules registers their gradients (once).
     from . import families  # noqa: F401
@@ -107,6 +126,33 @@ class GradContext:
     def input_dtype(self, i: int):
         return self.b.dtype(self.node.inputs[i])
 
+    def output_shape(self, i: int = 0):
+        """The statically known Shape of forward output `i`."""
+        return self.b.shape(TensorRef(self.node, i))
+
+    def output_dtype(self, i: int = 0):
+        return self.b.dtype(TensorRef(self.node, i))
+
+    def sum_to_input(self, i: int, grad: TensorRef | None):
+        """Reduce `grad`, shaped like forward input `i` broadcast to a larger shape (SelectV2's
+        branches, BroadcastTo's input, a batched MatMul's operand), back to input `i`'s shape.
+        With both static shapes fully known the reduction axes are computed here; otherwise
+        BroadcastGradientArgs finds them at run time."""
+        if grad is None:
+            return None
+        b = self.b
+        in_shape, grad_shape = self.input_shape(i), b.shape(grad)
+        if in_shape.fully_defined and grad_shape.fully_defined:
+            if in_shape == grad_shape:
+                return grad
+            axes = _broadcast_axes(in_shape.as_list(), grad_shape.as_list())
+            summed = b.op("Sum", [grad, _int32(axes)], keep_dims=False)
+            return b.op("Reshape", [summed, _int32(in_shape.as_list())])
+        s_in = b.op("Shape", [self.input(i)], out_type=_index_dtype())
+        s_grad = b.op("Shape", [grad], out_type=_index_dtype())
+        axes, _ = b.op("BroadcastGradientArgs", [s_in, s_grad])
+        return b.op("Reshape", [b.op("Sum", [grad, axes], keep_dims=False), s_in])
+
     def sum_to_inputs(self, grad_x: TensorRef | None, grad_y: TensorRef | None):
         """Reduce the gradients of a broadcasting binary op's two inputs to those inputs' shapes
         (the one place broadcasting is undone: BroadcastGradientArgs, Sum over the broadcast axes,
@@ -132,3 +178,17 @@ def _index_dtype():
     from .. import dtypes
 
     return dtypes.int32
+
+
+def _int32(values):
+    import numpy as np
+
+    return np.asarray(values, dtype=np.int32).reshape(-1)
+
+
+def _broadcast_axes(small: list[int], big: list[int]) -> list[int]:
+    """The axes of `big` along which `small` was broadcast (numpy rules: leading axes `small`
+    lacks, and axes where `small` has size 1 but `big` does not)."""
+    offset = len(big) - len(small)
+    return [axis for axis, size in enumerate(big)
+            if axis < offset or (small[axis - offset] == 1 and size != 1)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..shapes import Shape
-from .inference import InferenceContext, no_outputs, unchanged, unknown_outputs
+from .inference import InferenceContext, no_outputs, unchanged
 from .registry import register
 
 
@@ -62,7 +62,13 @@ register("Assert", inputs=["condition: bool", "data: T"], attrs=["T: list(type) 
          shape=no_outputs, stateful=True)
 
 # Call-frame ops: prune --call-frame turns feeds into _Arg and fetches into _Retval.
+def _arg_shape(ctx: InferenceContext) -> Shape:
+    # _Arg has no shape attr; like TensorFlow's function graphs, prune records it in _output_shapes.
+    declared = ctx.node.attr("_output_shapes", None)
+    return Shape.of(declared[0]) if declared else Shape.unknown()
+
+
 register("_Arg", outputs=["output: T"], attrs=["T: type", "index: int >= 0"],
-         shape=unknown_outputs, stateful=True)
+         shape=_arg_shape, stateful=True)
 register("_Retval", inputs=["input: T"], attrs=["T: type", "index: int >= 0"],
          shape=no_outputs, stateful=True)

@@ -184,7 +184,8 @@ def test_a_value_invariant_in_both_loops_leaves_both():
 FIXTURE_CASES = sorted(p.parent.name for p in FIXTURES.glob("*/graph.pb"))
 # What loop_invariant hoists in the TensorFlow fixtures: Grappler-made graphs keep most loop work
 # tied to the loop variables; train_loop recomputes its loss gradient's seed every step.
-EXPECTED_HOISTED = {"train_loop": 10}
+EXPECTED_HOISTED = {"train_loop": 10,
+                    "gradref_nested_while": 2}  # the inner trip count i + 1 (outer i) and its 1
 
 
 def load_case(case):

@@ -35,6 +35,8 @@ class Builder:
         self.variants = {}       # run label -> {"x:0": value}
         self.skipped = []        # {"op", "reason"}
         self.cpu_devices = 1
+        self.grad_y = None       # "loss:0": the tensor tf.gradients differentiates, if any
+        self.grad_xs = []        # ["w:0", ...]: what it is differentiated with respect to
 
     # -- random values -------------------------------------------------------------------
     def normal(self, *shape, scale=1.0, dtype=np.float32):
@@ -81,6 +83,16 @@ class Builder:
         for index in range(len(op.outputs)) if take is None else take:
             self.fetch(op.outputs[index])
         return op.outputs[0] if len(op.outputs) == 1 else list(op.outputs)
+
+    def differentiate(self, y, xs):
+        """Record TensorFlow's tf.gradients(y, xs) as data, keeping the GraphDef forward-only.
+
+        `y` is fetched; the gradients are added only after graph.pb has been exported (see
+        recording.run_graph), so they are values in expected_grads.npz, not nodes."""
+        if self.grad_y is not None:
+            raise ValueError("a case differentiates one y")
+        self.grad_y = self.fetch(y).name
+        self.grad_xs = [x.name for x in xs]
 
     def variant(self, label, **feeds):
         """Another run of the same graph, replacing the feeds of the named placeholders."""

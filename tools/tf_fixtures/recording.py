@@ -50,6 +50,37 @@ def to_numpy(value):
     return array
 
 
+def feed_sets(builder):
+    """{run label: feeds} for the default run (label "") and every variant."""
+    runs = {"": builder.feeds}
+    runs.update({label: {**builder.feeds, **over} for label, over in builder.variants.items()})
+    return runs
+
+
+def record_gradients(graph, builder):
+    """{run label: {x: value of tf.gradients(y, xs)}} for a case that differentiates, else {}.
+
+    TensorFlow differentiates v1 loops and conds only with the Python-side control flow contexts
+    that built them (a re-imported GraphDef has none), so the gradients are added to the case's
+    own graph, whose variables are initialized here. The GraphDef to be written was taken before,
+    so it stays forward-only; freezing only turns the variables into Const of the same values, so
+    these are the gradients of the frozen graph too. Structurally zero gradients come back as
+    zeros (as `dftool grad` emits them) and sparse ones (IndexedSlices) dense."""
+    if builder.grad_y is None:
+        return {}
+    with graph.as_default():
+        y = graph.get_tensor_by_name(builder.grad_y)
+        xs = [graph.get_tensor_by_name(name) for name in builder.grad_xs]
+        grads = tf.gradients(y, xs, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        grads = [tf.convert_to_tensor(grad) for grad in grads]
+        init = tf.global_variables_initializer()
+    options = tf.RunOptions(timeout_in_ms=RUN_TIMEOUT_MS)
+    with tf.Session(graph=graph, config=session_config(builder.cpu_devices)) as sess:
+        sess.run(init)
+        return {label: dict(zip(builder.grad_xs, map(to_numpy, sess.run(grads, feeds, options))))
+                for label, feeds in feed_sets(builder).items()}
+
+
 def run_graph(graph_def, builder):
     """Import `graph_def` into a fresh graph, export it with shapes and run every feed set.
 
@@ -63,12 +94,14 @@ def run_graph(graph_def, builder):
                and graph.get_operation_by_name(node.name).outputs]  # Assert etc. have none
     if missing:
         raise ValueError(f"nodes without _output_shapes: {missing[:5]}")
-    runs = {"": builder.feeds}
-    runs.update({label: {**builder.feeds, **over} for label, over in builder.variants.items()})
+    absent = [name for name in [builder.grad_y or "", *builder.grad_xs]
+              if name and name.rsplit(":", 1)[0] not in {node.name for node in exported.node}]
+    if absent:
+        raise ValueError(f"tensors to differentiate missing after freezing: {absent}")
     results = {}
     options = tf.RunOptions(timeout_in_ms=RUN_TIMEOUT_MS)
     with tf.Session(graph=graph, config=session_config(builder.cpu_devices)) as sess:
-        for label, feeds in runs.items():
+        for label, feeds in feed_sets(builder).items():
             values = sess.run(builder.fetches, feed_dict=feeds, options=options)
             results[label] = (feeds, {k: to_numpy(v) for k, v in zip(builder.fetches, values)})
     return exported, results
@@ -87,8 +120,9 @@ def generate(spec, root):
             graph_def = freeze(graph, graph_def, builder)
     if len(set(builder.fetches)) != len(builder.fetches):
         raise ValueError(f"{spec.name}: duplicate fetches")
+    gradients = record_gradients(graph, builder)  # after freezing: no gradient nodes in graph_def
     exported, results = run_graph(graph_def, builder)
-    save_case(spec, builder, exported, results, root)
+    save_case(spec, builder, exported, results, gradients, root)
     return exported
 
 
@@ -108,8 +142,9 @@ def write_json(path, data):
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def save_case(spec, builder, graph_def, results, root):
-    """Write graph.pb, the .npz files and case.json for one case."""
+def save_case(spec, builder, graph_def, results, gradients, root):
+    """Write graph.pb, the .npz files and case.json for one case (`gradients`: {run label:
+    {x: gradient}} from record_gradients)."""
     directory = root / spec.name
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
@@ -119,9 +154,12 @@ def save_case(spec, builder, graph_def, results, root):
         suffix = f"_{label}" if label else ""
         write_npz(directory / f"feeds{suffix}.npz", feeds)
         write_npz(directory / f"expected{suffix}.npz", expected)
+        run = {"name": label, "feeds": f"feeds{suffix}.npz", "expected": f"expected{suffix}.npz"}
+        if gradients:
+            write_npz(directory / f"expected_grads{suffix}.npz", gradients[label])
+            run["expected_grads"] = f"expected_grads{suffix}.npz"
         if label:
-            extra_runs.append({"name": label, "feeds": f"feeds{suffix}.npz",
-                               "expected": f"expected{suffix}.npz"})
+            extra_runs.append(run)
     info = {
         "name": spec.name,
         "family": spec.family,
@@ -137,6 +175,9 @@ def save_case(spec, builder, graph_def, results, root):
     }
     if builder.skipped:
         info["skipped"] = builder.skipped
+    if builder.grad_y is not None:
+        info["gradients"] = {"y": builder.grad_y, "xs": builder.grad_xs,
+                             "expected": "expected_grads.npz"}
     write_json(directory / "case.json", info)
 
 

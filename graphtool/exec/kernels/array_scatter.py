@@ -89,8 +89,9 @@ def _segment_rows(ctx, data, segment_ids):
     return data.reshape((segment_ids.size,) + element), element
 
 
-def _unsorted_segment(mode: str, identity):
-    """A kernel reducing data rows into num_segments segments; negative ids drop their row."""
+def _unsorted_segment(mode: str, identity, scatter=scatter_rows):
+    """A kernel reducing data rows into num_segments segments; negative ids drop their row.
+    `scatter` combines the rows into the result (the GPU's multiply needs its own: gpu_segment.py)."""
     def reduce_segments(ctx, data, segment_ids, num_segments):
         xp = ctx.xp
         if num_segments.ndim != 0:
@@ -106,13 +107,14 @@ def _unsorted_segment(mode: str, identity):
         ids = segment_ids.reshape(-1)
         kept = ids >= 0
         result = xp.full((count,) + element, identity(data.dtype), dtype=data.dtype)
-        scatter_rows(xp, result, ids[kept][:, None], rows[kept], mode)
+        scatter(xp, result, ids[kept][:, None], rows[kept], mode)
         return result
     return reduce_segments
 
 
 kernel("UnsortedSegmentSum")(_unsorted_segment("add", lambda dtype: 0))
-# CPU only: cupy's ufunc.at covers add, subtract, maximum and minimum, not multiply.
+# CPU only: cupy's ufunc.at covers add, subtract, maximum and minimum, not multiply; the GPU
+# kernel (gpu_segment.py) multiplies by sorting instead.
 kernel("UnsortedSegmentProd", devices=(CPU,))(_unsorted_segment("mul", lambda dtype: 1))
 kernel("UnsortedSegmentMax")(_unsorted_segment("max", lowest))
 kernel("UnsortedSegmentMin")(_unsorted_segment("min", highest))

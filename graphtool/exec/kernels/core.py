@@ -2,10 +2,10 @@
 writes into an input (forwarding one unchanged, as Identity does, is fine)."""
 from __future__ import annotations
 
-from .registry import kernel
+from .registry import CPU, kernel
 
 
-@kernel("Const", "HostConst")
+@kernel("Const", "HostConst", devices=(CPU,))   # GPU: gpu_host_memory.py (strings stay on the host)
 def const(ctx, *, value):
     # asarray is free on the CPU; on a GPU it uploads the constant (the plan caches it per device).
     return ctx.xp.asarray(value)

@@ -21,13 +21,14 @@ import numpy as np
 
 from .math_common import (BFLOAT16, FLOAT16, FLOAT32, FLOAT64, LOW_PRECISION, is_complex, is_float,
                           is_integer, math_kernel)
+from .registry import CPU
 
 # Significand bits, implicit bit included (C++'s numeric_limits<T>::digits).
 _SIGNIFICAND_BITS = {FLOAT16: 11, BFLOAT16: 8, FLOAT32: 24, FLOAT64: 53}
 _UNSIGNED_OF_SIZE = {2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 
 
-@math_kernel("Cast")
+@math_kernel("Cast", devices=(CPU,))   # GPU: gpu_host_memory.py (bfloat16 is cast on the host)
 def cast(ctx, x, *, SrcT, DstT, Truncate):
     xp = ctx.xp
     destination = ctx.out_dtype(0)

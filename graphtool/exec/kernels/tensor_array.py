@@ -411,7 +411,9 @@ class Stack:
         self.lock = threading.Lock()
         self._elements: list = []
 
-    def push(self, value) -> None:
+    def push(self, value, swap_memory: bool = False) -> None:
+        # swap_memory matters only to a device stack that can move values to host memory
+        # (kernels/gpu_stack.py); host memory is where this one keeps them anyway.
         with self.lock:
             if 0 <= self.max_size <= len(self._elements):
                 raise KernelError(f"Stack[{self.name}] overflowed its max_size ({self.max_size})")
@@ -431,7 +433,9 @@ class Stack:
 @kernel("StackV2")
 def stack_v2(ctx, max_size, *, elem_type, stack_name):
     name = unique_name(stack_name or ctx.node_name)
-    stack = Stack(name, elem_type.numpy, int(max_size))
+    # A device may supply its own stack (a GPU's swaps saved values to host memory).
+    make_stack = getattr(ctx.device, "make_stack", Stack)
+    stack = make_stack(name, elem_type.numpy, int(max_size))
     ctx.resources.lookup_or_create((_STACKS, name), lambda: stack)
     return _handle(_STACKS, name)
 
@@ -439,7 +443,7 @@ def stack_v2(ctx, max_size, *, elem_type, stack_name):
 @kernel("StackPushV2")
 def stack_push(ctx, handle, elem, *, swap_memory):
     # swap_memory lets a GPU stack move the value to host memory; on the CPU it is a no-op.
-    _lookup(ctx, handle, _STACKS).push(elem)
+    _lookup(ctx, handle, _STACKS).push(elem, swap_memory)
     return elem
 
 

@@ -1,0 +1,112 @@
+"""`dftool place IN OUT`: give every node a full device name (see CLI.md).
+
+Errors: a bad --devices list or a device type other than CPU/GPU is a usage error (exit 2); a bad
+--cost-model file, a bad device name inside the graph, a constraint that cannot hold with
+--no-soft-placement, a colocation conflict or an op without kernels on any device is an invalid
+input (exit 3), each naming the node(s) and device(s) at fault.
+"""
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from graphtool.errors import UsageError
+
+from .common import common_options, console, emit_report, info, load_graph, save_graph, settings
+
+
+def _seconds(value: float) -> str:
+    """A duration in the unit that keeps it readable."""
+    if value == 0:
+        return "0"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value * 1e9:.3g} ns"
+
+
+def _device_table(report) -> Table:
+    from graphtool.device_names import short_device_name
+
+    table = Table(title="placement", title_justify="left")
+    for column in ("device", "nodes", "compute"):
+        table.add_column(column, justify="left" if column == "device" else "right")
+    counts = report.nodes_per_device()
+    for device in report.devices:
+        table.add_row(short_device_name(device), str(counts[device]), _seconds(report.device_load.get(device, 0.0)))
+    return table
+
+
+def _softened_table(report) -> Table:
+    table = Table(title="softened constraints (soft placement)", title_justify="left")
+    for column in ("node", "requested", "placed on", "why"):
+        table.add_column(column)
+    for entry in report.softened:
+        table.add_row(entry.node, entry.requested, entry.chosen, entry.why)
+    return table
+
+
+def _explain_table(report) -> Table:
+    from graphtool.device_names import short_device_name
+
+    table = Table(title="why each node went where it did", title_justify="left")
+    for column in ("node", "op", "device", "reason", "candidates (total = compute + transfer - parallel credit)"):
+        table.add_column(column)
+    for node in report.nodes:
+        candidates = "; ".join(f"{c.device} {_seconds(c.total)} = {_seconds(c.compute)} + {_seconds(c.transfer)}"
+                               + (f" - {_seconds(c.parallel_credit)}" if c.parallel_credit else "")
+                               for c in node.candidates)
+        table.add_row(node.name, node.op, short_device_name(node.device), f"{node.reason}: {node.detail}",
+                      candidates)
+    return table
+
+
+@click.command("place")
+@click.argument("input_path", metavar="IN")
+@click.argument("output_path", metavar="OUT")
+@click.option("--devices", metavar="LIST",
+              help="Comma-separated devices, short forms allowed (cpu:0,cpu:1,gpu:0). "
+                   "Default: the devices the graph names, plus cpu:0.")
+@click.option("--cost-model", "cost_model_path", metavar="FILE",
+              help="Measured per-node/per-op costs (JSON, as written by profile --cost-model-out).")
+@click.option("--no-soft-placement", is_flag=True,
+              help="Fail instead of moving a node whose requested device cannot be used.")
+@click.option("--explain", is_flag=True, help="Show, per node, the candidate devices and why one won.")
+@click.option("--text", is_flag=True, help="Write text format on stdout.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout (needs OUT other than '-').")
+@click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
+@common_options
+def command(input_path, output_path, devices, cost_model_path, no_soft_placement, explain, text, as_json, report):
+    """Place every node of IN on a device and write OUT."""
+    from graphtool.cost_model import CostModel
+    from graphtool.device_names import parse_device_list
+    from graphtool.place import place
+
+    if as_json and output_path == "-":
+        raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
+    device_list = None
+    if devices is not None:
+        try:
+            parse_device_list(devices)   # the syntax; place() checks the devices themselves
+        except UsageError as exc:
+            raise UsageError(f"--devices: {exc}", hint=exc.hint) from None
+        device_list = [item.strip() for item in devices.split(",")]
+    cost_model = CostModel.load(cost_model_path) if cost_model_path else None
+    graph = load_graph(input_path)
+    result = place(graph, device_list, soft_placement=not no_soft_placement, cost_model=cost_model,
+                   explain=explain)
+    save_graph(graph, output_path, text=text)
+
+    if not settings.quiet:
+        console.print(_device_table(result))
+        if result.softened:
+            console.print(_softened_table(result))
+        if explain:
+            console.print(_explain_table(result))
+        info(f"placed {len(result.nodes)} node(s) on {len(result.devices)} device(s); estimated cost "
+             f"{_seconds(result.total_cost)} (busiest device {_seconds(max(result.device_load.values(), default=0))}"
+             f" + transfers {_seconds(result.transfer_seconds)})"
+             + (f"; {len(result.softened)} constraint(s) softened" if result.softened else ""))
+    if as_json or report:
+        emit_report({"command": "place", "input": input_path, "output": output_path, **result.to_json()},
+                    as_json=as_json, report_path=report)

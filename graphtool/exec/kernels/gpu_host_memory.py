@@ -1,0 +1,44 @@
+"""GPU kernels for values cupy cannot hold: strings, resource handles and bfloat16 stay in host
+memory on a GPU device (TensorFlow keeps string tensors in host memory on GPUs too).
+
+Const and Cast are the two ops that create or convert such values: a GPU Const whose value has a
+dtype cupy lacks returns it as a host array, and a GPU Cast from or to such a dtype computes on the
+host (the shared CPU kernel) and uploads a result the device can hold. Other kernels only pass
+host values along (Identity) or read them as metadata (Assert's messages, handles).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .core import const
+from .math_cast import cast
+from .registry import GPU, KernelContext, kernel
+
+# The dtype kinds cupy arrays have: bool, signed and unsigned integers, floats, complex.
+DEVICE_DTYPE_KINDS = "biufc"
+
+
+def device_holds(dtype) -> bool:
+    """Whether a cupy array can have this dtype (ml_dtypes' bfloat16 is kind 'V': it cannot)."""
+    return np.dtype(dtype).kind in DEVICE_DTYPE_KINDS
+
+
+def host_context(ctx) -> KernelContext:
+    """The node's kernel context with numpy as its array module, to run a kernel on the host."""
+    return KernelContext(np, ctx.node_name, ctx.op, ctx.output_dtypes, ctx.device, ctx.resources)
+
+
+@kernel("Const", "HostConst", devices=(GPU,))
+def gpu_const(ctx, *, value):
+    if not device_holds(value.dtype):
+        return value
+    return const(ctx, value=value)
+
+
+@kernel("Cast", devices=(GPU,))
+def gpu_cast(ctx, x, *, SrcT, DstT, Truncate):
+    if device_holds(x.dtype) and device_holds(ctx.out_dtype(0)):
+        return cast(ctx, x, SrcT=SrcT, DstT=DstT, Truncate=Truncate)
+    host_input = x if isinstance(x, np.ndarray) else ctx.xp.asnumpy(x)
+    result = cast(host_context(ctx), host_input, SrcT=SrcT, DstT=DstT, Truncate=Truncate)
+    return ctx.xp.asarray(result) if device_holds(result.dtype) else result

@@ -1,0 +1,290 @@
+"""Multi-device execution: one executor per device, connected by a rendezvous per step.
+
+A Session whose graph names more than one device, or holds `_Send`/`_Recv` nodes, compiles each
+(fetches, feeds) signature here instead of into one plan:
+
+1. the pruned copy of the graph (Session prunes first, following each needed `_Recv` to its
+   `_Send`) is placed (`graphtool.place.place`, soft placement on) and partitioned
+   (`graphtool.partition.partition`) unless it is partitioned already, so every cross-device edge
+   is a `_Send`/`_Recv` pair and every device holding part of a loop has its own copy of the
+   loop's control skeleton;
+2. it is split into one subgraph per device, each compiled into a Plan for its Device (CPUs
+   `cpu:N` are separate CPUDevices; GPU names map to the cupy GPU, or to the FakeGPUDevice test
+   double when the session's own device is one);
+3. a MultiDeviceExecutor runs all of them at once, each on its own thread (and its own worker
+   pool), sharing a fresh Rendezvous and the step's resources. No central scheduler: each device
+   reacts to its own inputs and to values arriving from its peers.
+
+Feeds go to the device whose partition holds the fed node, fetches come back from theirs. A
+failure on one device aborts the rendezvous, which wakes every device; the error raised is the
+first one, naming its node and device.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from ..device_names import DEFAULT_JOB, canonical_device_name, parse_device_name, short_device_name
+from ..errors import DeviceUnavailable, DftoolError, InvalidGraphError, UsageError
+from ..ir import Graph, Node, TensorRef, from_graphdef
+from ..ir.convert import node_to_nodedef
+from ..proto.graph_pb2 import GraphDef
+from .devices import CPUDevice, Device, FakeGPUDevice, create_device
+from .executor import Executor, StepStats
+from .plan import compile_plan
+from .rendezvous import Rendezvous
+
+SEND_OPS = frozenset({"_Send", "_HostSend"})
+RECV_OPS = frozenset({"_Recv", "_HostRecv"})
+
+
+# --- which graphs run here ------------------------------------------------------------------------
+
+def has_transfers(graph: Graph) -> bool:
+    """Whether `graph` is (part of) a partitioned graph: it holds `_Send`/`_Recv` nodes."""
+    return any(node.op in SEND_OPS or node.op in RECV_OPS for node in graph.nodes)
+
+
+def node_device(node: Node, default: str) -> str:
+    """The canonical full name of the device `node` asks for (`default` when it names none)."""
+    if not node.device:
+        return default
+    try:
+        return canonical_device_name(node.device)
+    except UsageError as exc:
+        raise InvalidGraphError(f"node '{node.name}': {exc}", hint=exc.hint) from None
+
+
+def named_devices(graph: Graph, default: str) -> list[str]:
+    """The devices the nodes of `graph` name, nodes without a device counting as `default`."""
+    return sorted({node_device(node, default) for node in graph.nodes})
+
+
+def needs_multi_device(graph: Graph, default_device: Device) -> bool:
+    """Whether a Session must run `graph` on several executors."""
+    return has_transfers(graph) or len(named_devices(graph, default_device.name)) > 1
+
+
+def transfer_peers(graph: Graph) -> dict[tuple, list[Node]]:
+    """The `_Send` nodes of `graph` by (tensor_name, send_device, recv_device): what a `_Recv`
+    with the same three attrs receives from."""
+    sends: dict[tuple, list[Node]] = {}
+    for node in graph.nodes:
+        if node.op in SEND_OPS:
+            sends.setdefault(_transfer_id(node), []).append(node)
+    return sends
+
+
+def _transfer_id(node: Node) -> tuple:
+    return (node.attr("tensor_name"), node.attr("send_device"), node.attr("recv_device"))
+
+
+def with_peer_sends(graph: Graph, needed: set[Node], fed: set[Node]) -> set[Node]:
+    """`needed` (from prune.needed_nodes) closed over the rendezvous: a needed `_Recv` needs the
+    `_Send` it receives from, and everything that `_Send` needs, on whichever device."""
+    from ..prune import needed_nodes
+
+    sends = transfer_peers(graph)
+    if not sends:
+        return needed
+    result, frontier = set(needed), [n for n in needed if n.op in RECV_OPS]
+    while frontier:
+        peers = [s for recv in frontier for s in sends.get(_transfer_id(recv), ()) if s not in result]
+        added = needed_nodes(graph, peers, fed) - result
+        result |= added
+        frontier = [n for n in added if n.op in RECV_OPS]
+    return result
+
+
+# --- devices --------------------------------------------------------------------------------------
+
+def local_device(name: str, gpu_double: bool) -> Device:
+    """The Device for a canonical device name on this machine; DeviceUnavailable (exit 4) for a
+    remote job or a device type/GPU that is not here."""
+    parsed = parse_device_name(name).completed()
+    if (parsed.job, parsed.replica, parsed.task) != (DEFAULT_JOB, 0, 0):
+        raise DeviceUnavailable(f"device '{name}' is not on this machine",
+                                hint="only /job:localhost/replica:0/task:0 devices run locally")
+    if parsed.type == "CPU":
+        return CPUDevice(parsed.index)
+    if parsed.type == "GPU":
+        return FakeGPUDevice(parsed.index) if gpu_double else create_device(f"gpu:{parsed.index}")
+    raise DeviceUnavailable(f"device '{name}': device type {parsed.type} is not supported",
+                            hint="use CPU or GPU devices")
+
+
+def usable_devices(names: list[str], gpu_double: bool) -> list[str]:
+    """The names in `names` that can run here (soft placement moves the other nodes)."""
+    usable = []
+    for name in names:
+        try:
+            local_device(name, gpu_double)
+        except DeviceUnavailable:
+            continue
+        usable.append(name)
+    return usable
+
+
+# --- preparing the graph ----------------------------------------------------------------------
+
+def place_and_partition(graph: Graph, default_device: Device, gpu_double: bool) -> list[str]:
+    """Place (soft placement on) and partition `graph` in place, over the devices its nodes name
+    that exist here plus the default device; returns one note per device request that soft
+    placement could not honour. Nodes that name no device (nor does anything they must be
+    colocated with) go to the default device, as `dftool run` promises."""
+    from ..colocation import colocation_groups
+    from ..partition import partition
+    from ..place import place
+
+    default = default_device.name
+    for group in colocation_groups(graph).groups:
+        if not any(node.device for node in group.members):
+            for node in group.members:
+                node.device = default
+    devices = usable_devices(named_devices(graph, default), gpu_double)
+    report = place(graph, devices, soft_placement=True)
+    partition(graph)
+    return [f"node '{s.node}': {s.requested} -> {short_device_name(s.chosen)} ({s.why})" for s in report.softened]
+
+
+def split_by_device(graph: Graph, default: str) -> dict[str, Graph]:
+    """One subgraph per device (by canonical name, in name order). Every edge must stay within a
+    device: crossing one takes a `_Send`/`_Recv` pair, so a stray edge is an InvalidGraphError."""
+    device_of = {node: node_device(node, default) for node in graph.nodes}
+    for node in graph.nodes:
+        for producer in node.input_nodes():
+            if device_of[producer] != device_of[node]:
+                raise InvalidGraphError(
+                    f"edge '{producer.name}' -> '{node.name}' crosses from {short_device_name(device_of[producer])} "
+                    f"to {short_device_name(device_of[node])} without a _Send/_Recv pair",
+                    hint="partition the whole graph (dftool partition), or run the unpartitioned graph")
+    parts: dict[str, Graph] = {}
+    for name in sorted(set(device_of.values())):
+        graph_def = GraphDef()
+        graph_def.versions.CopyFrom(graph.versions)
+        graph_def.library.CopyFrom(graph.library)
+        graph_def.node.extend(node_to_nodedef(n) for n in graph.nodes if device_of[n] == name)
+        parts[name] = from_graphdef(graph_def, f"partition {short_device_name(name)}", verify=False)
+    return parts
+
+
+# --- running ----------------------------------------------------------------------------------
+
+class DevicePart:
+    """One device's share of a multi-device run: its Device and the Executor of its partition."""
+
+    def __init__(self, name: str, device: Device, executor: Executor):
+        self.name = name
+        self.device = device
+        self.executor = executor
+
+    @property
+    def short_name(self) -> str:
+        return short_device_name(self.name)
+
+
+class MultiDeviceExecutor:
+    """Runs several per-device Executors as one step. Shaped like Executor for the Session
+    (run(), last_stats, device_names, close()); fed and fetched items are the per-device plans'
+    items, and `feed_device` is the device the Session put the fed values on."""
+
+    def __init__(self, parts: list[DevicePart], feed_device: Device):
+        self.parts = parts
+        self.feed_device = feed_device
+        self.part_of = {item: part for part in parts for item in part.executor.plan.items}
+        self.last_stats = StepStats()
+        self.notes: list[str] = []
+        # One scheduling thread per device, kept for later steps; each executor has its own pool.
+        self._threads = ThreadPoolExecutor(len(parts), thread_name_prefix="dftool-device")
+
+    @property
+    def device_names(self) -> list[str]:
+        return [part.name for part in self.parts]
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=True, cancel_futures=True)
+        for part in self.parts:
+            part.executor.close()
+
+    def run(self, feeds: dict, fetches: list, *, timeout: float | None = None, resources=None,
+            allow_dead: bool = False, stats=None) -> list:
+        """Run every device's executor once; returns the fetched values (host arrays) in order.
+        `stats` (a StepStats) gets one DeviceStats per device: each executor records its own."""
+        rendezvous = Rendezvous(participants=[part.name for part in self.parts])
+        jobs = []
+        for part in self.parts:
+            part_feeds = {item: self._to_part(part, values) for item, values in feeds.items()
+                          if self.part_of[item] is part}
+            positions = [i for i, (item, _) in enumerate(fetches) if self.part_of[item] is part]
+            part_fetches = [fetches[i] for i in positions]
+            future = self._threads.submit(self._run_part, part, rendezvous, part_feeds, part_fetches,
+                                          dict(timeout=timeout, resources=resources, allow_dead=allow_dead,
+                                               stats=stats))
+            jobs.append((future, positions))
+        results: list = [None] * len(fetches)
+        failed = False
+        for future, positions in jobs:
+            try:
+                for position, value in zip(positions, future.result()):
+                    results[position] = value
+            except BaseException:
+                failed = True
+        self._merge_stats()
+        if failed:
+            raise self._step_error(rendezvous)
+        return results
+
+    def _to_part(self, part: DevicePart, values: tuple) -> tuple:
+        return tuple(None if v is None else part.device.to_device(self.feed_device.to_host(v)) for v in values)
+
+    @staticmethod
+    def _run_part(part: DevicePart, rendezvous: Rendezvous, feeds, fetches, options) -> list:
+        try:
+            values = part.executor.run(feeds, fetches, rendezvous=rendezvous, participant=part.name, **options)
+        except BaseException as exc:
+            rendezvous.abort(exc, part.name)   # no-op when this failure came from the rendezvous
+            raise
+        rendezvous.finished(part.name)
+        return [None if v is None else part.device.to_host(v) for v in values]
+
+    def _step_error(self, rendezvous: Rendezvous) -> BaseException:
+        """The first failure, with the device it happened on added to its message."""
+        error = rendezvous.error
+        if not isinstance(error, DftoolError) or rendezvous.origin is None:
+            return error
+        tagged = type(error)(f"{error} (on {short_device_name(rendezvous.origin)})", hint=error.hint)
+        tagged.__cause__ = error.__cause__
+        return tagged
+
+    def _merge_stats(self) -> None:
+        stats = StepStats()
+        for part in self.parts:
+            part_stats = part.executor.last_stats
+            stats.nodes_executed += part_stats.nodes_executed
+            # Every device holding part of a loop runs all of its iterations: count them once.
+            for frame, count in part_stats.iterations.items():
+                stats.iterations[frame] = max(stats.iterations.get(frame, 0), count)
+        self.last_stats = stats
+
+
+def compile_multi_device(session, pruned: Graph, fed_nodes: set[Node], fetch_refs: list[TensorRef],
+                         target_nodes: list[Node]):
+    """Session._compile's multi-device form: (executor, fetch items, fed items) for a pruned copy
+    of the session's graph (placed and partitioned here, in place, when it is not yet)."""
+    gpu_double = isinstance(session.device, FakeGPUDevice)
+    # A graph holding _Send/_Recv is partitioned already (a pruned piece of it may hold none).
+    notes = [] if has_transfers(session.graph) else place_and_partition(pruned, session.device, gpu_double)
+    fed_names = {node.name for node in fed_nodes}
+    target_names = {node.name for node in target_nodes}
+    parts, item_of = [], {}
+    for name, graph in split_by_device(pruned, session.device.name).items():
+        device = local_device(name, gpu_double)
+        plan = compile_plan(graph, device, {n for n in fed_names if n in graph})
+        targets = [plan.item_of[n] for n in target_names if n in plan.item_of]
+        parts.append(DevicePart(name, device, Executor(plan, session.threads, check_numerics=session.check_numerics,
+                                                       targets=targets)))
+        item_of.update(plan.item_of)
+    executor = MultiDeviceExecutor(parts, session.device)
+    executor.notes = notes
+    fetch_items = [item_of[ref.node.name] for ref in fetch_refs]
+    fed_items = {item_of[node.name]: [TensorRef(node, i) for i in range(node.num_outputs)] for node in fed_nodes}
+    return executor, fetch_items, fed_items

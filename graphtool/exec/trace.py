@@ -1,0 +1,136 @@
+"""Step statistics as a Chrome trace (the trace event format that chrome://tracing and Perfetto open).
+
+    write_trace(stats, "step.json")        # or "step.json.gz": gzipped because the name asks
+
+The timeline has one process per device (named by `process_name` metadata) and one thread per
+lane that ran kernels (`thread_name`: the scheduling thread, each pool thread, and "rendezvous"
+for _Recvs waiting on their values). Every node execution is a complete ("X") event named after
+the node, with its op, inputs, frame/iteration and outputs in `args`; a loop body's nodes appear
+once per iteration. A flow ("s" -> "f", same id) joins each _Send to the _Recv that got its
+value, so the viewer draws the transfer as an arrow. A counter ("C") per device plots the bytes
+in use over the step.
+
+Events on one thread must not partly overlap (viewers drop or mis-nest them). Lanes are threads,
+so their kernels are sequential, except the rendezvous lane where several _Recvs can wait at
+once; such overlaps go to extra tracks ("rendezvous #2", ...).
+"""
+from __future__ import annotations
+
+import gzip
+import json
+
+from .. import graph_io
+from .step_stats import DeviceStats, NodeExecution, StepStats, transfer_pairs
+
+TRACE_SCHEMA = "dftool.trace/1"
+_FLOW_NAME, _FLOW_CATEGORY = "transfer", "rendezvous"
+MEMORY_COUNTER = "memory"
+
+
+def chrome_trace(stats: StepStats, *, metadata: dict | None = None) -> dict:
+    """The trace document (a JSON-ready dict) for one step."""
+    events: list[dict] = []
+    placed: dict[int, tuple[int, int]] = {}       # id(execution) -> (pid, tid)
+    for pid, name in enumerate(sorted(stats.devices), start=1):
+        events.extend(_device_events(stats.devices[name], pid, placed))
+    events.extend(_flow_events(stats, placed))
+    other = {"schema": TRACE_SCHEMA, "wall_time_us": _us(stats.wall_ns),
+             "nodes_executed": stats.nodes_executed, "loop_iterations": stats.iterations}
+    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {**other, **(metadata or {})}}
+
+
+def write_trace(stats: StepStats, path: str, *, metadata: dict | None = None) -> None:
+    """Write the trace to `path` atomically; gzipped when the name ends in .gz."""
+    data = json.dumps(chrome_trace(stats, metadata=metadata), separators=(",", ":")).encode()
+    if path.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)   # mtime 0: the same step writes the same bytes
+    graph_io.write_atomic(path, data)
+
+
+def _us(ns: int) -> float:
+    """Trace timestamps are microseconds; keep nanosecond precision."""
+    return round(ns / 1000.0, 3)
+
+
+# --- one device -------------------------------------------------------------------------------
+
+def _device_events(device: DeviceStats, pid: int, placed: dict) -> list[dict]:
+    events = [_metadata("process_name", pid, None, name=device.device),
+              _metadata("process_sort_index", pid, None, sort_index=pid)]
+    tracks = _assign_tracks(device)
+    for tid, (track_name, executions) in enumerate(tracks, start=1):
+        events.append(_metadata("thread_name", pid, tid, name=track_name))
+        events.append(_metadata("thread_sort_index", pid, tid, sort_index=tid))
+        for execution in executions:
+            placed[id(execution)] = (pid, tid)
+            events.append(_complete_event(execution, pid, tid))
+    events.extend({"ph": "C", "name": MEMORY_COUNTER, "pid": pid, "ts": _us(t),
+                   "args": {"bytes_in_use": in_use}} for t, in_use in device.memory)
+    return events
+
+
+def _metadata(kind: str, pid: int, tid: int | None, **args) -> dict:
+    event = {"ph": "M", "name": kind, "pid": pid, "args": args}
+    if tid is not None:
+        event["tid"] = tid
+    return event
+
+
+def _assign_tracks(device: DeviceStats) -> list[tuple[str, list[NodeExecution]]]:
+    """(track name, its executions) per lane, with overlapping executions of one lane spread
+    over extra tracks so that no two events on a track overlap."""
+    by_lane: dict[str, list[NodeExecution]] = {lane: [] for lane in device.lanes}
+    for execution in device.nodes:
+        by_lane.setdefault(execution.lane, []).append(execution)
+    tracks = []
+    for lane, executions in by_lane.items():
+        lane_tracks: list[list[NodeExecution]] = []
+        for execution in sorted(executions, key=lambda n: (n.start_ns, n.end_ns)):
+            free = next((t for t in lane_tracks if t[-1].end_ns <= execution.start_ns), None)
+            if free is None:
+                free = []
+                lane_tracks.append(free)
+            free.append(execution)
+        for index, track in enumerate(lane_tracks or [[]]):
+            tracks.append((lane if index == 0 else f"{lane} #{index + 1}", track))
+    return tracks
+
+
+def _complete_event(execution: NodeExecution, pid: int, tid: int) -> dict:
+    args = {"name": execution.name, "op": execution.op, "inputs": list(execution.inputs)}
+    if execution.frame:
+        args["frame"], args["iteration"] = execution.frame, execution.iteration
+    if execution.dead:
+        args["dead"] = True
+    else:
+        args["outputs"] = [info.describe() if info is not None else "-" for info in execution.outputs]
+        args["output_bytes"] = execution.output_bytes
+    if execution.rendezvous is not None:
+        args["rendezvous"] = _describe_key(execution.rendezvous)
+    return {"ph": "X", "name": execution.name, "cat": execution.op, "pid": pid, "tid": tid,
+            "ts": _us(execution.start_ns), "dur": _us(execution.duration_ns), "args": args}
+
+
+def _describe_key(key: tuple) -> str:
+    send_device, recv_device, tensor_name, frame_iter = key
+    where = "".join(f";{frame}:{it}" for frame, it in frame_iter)
+    return f"{send_device};{recv_device};{tensor_name}{where}"
+
+
+# --- transfers --------------------------------------------------------------------------------
+
+def _flow_events(stats: StepStats, placed: dict) -> list[dict]:
+    """An arrow from each _Send to the _Recv that received its value. Both ends sit 1 ns before
+    the end of their slice, inside it, so that the start binds to the Send's slice and the end
+    ("bp": "e": the enclosing slice) to the Recv's, and the arrow points from the value leaving
+    to the value arriving."""
+    events = []
+    for flow_id, (send, recv) in enumerate(transfer_pairs(stats), start=1):
+        for phase, execution in (("s", send), ("f", recv)):
+            pid, tid = placed[id(execution)]
+            event = {"ph": phase, "id": flow_id, "name": _FLOW_NAME, "cat": _FLOW_CATEGORY,
+                     "pid": pid, "tid": tid, "ts": _us(max(execution.start_ns, execution.end_ns - 1))}
+            if phase == "f":
+                event["bp"] = "e"
+            events.append(event)
+    return events

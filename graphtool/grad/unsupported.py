@@ -1,0 +1,44 @@
+"""Ops of the math, array and nn families that deliberately have no gradient, with the reason.
+
+They are neither registered nor declared not differentiable: their outputs can carry a
+gradient in principle, so reaching one on a path from y to x is an error (the driver names the
+op and node, and can quote the reason from here). The registry-coverage test requires every op
+of the registry to be registered, declared not differentiable, listed here, or output-less.
+"""
+from __future__ import annotations
+
+_COMPLEX = "complex-valued: gradients are implemented for real floating types only"
+_NO_POLYGAMMA = "needs the trigamma function (Polygamma), which the op registry lacks"
+_SECOND_ORDER_BN = ("the gradient of the batch-norm backward kernel (TensorFlow composes it from "
+                    "primitive ops) is not implemented")
+_FUSED = ("a fusion made by `dftool optimize` (grappler's remapper); differentiate the graph before "
+          "optimizing it")
+
+NO_GRADIENT: dict[str, str] = {
+    "Complex": _COMPLEX, "Real": _COMPLEX, "Imag": _COMPLEX, "Conj": _COMPLEX, "Angle": _COMPLEX,
+    "ComplexAbs": _COMPLEX,
+    "Digamma": _NO_POLYGAMMA,
+    "Conv3D": "its backward kernels (Conv3DBackpropInputV2/FilterV2) are not in the op registry",
+    "FusedBatchNormGrad": _SECOND_ORDER_BN, "FusedBatchNormGradV2": _SECOND_ORDER_BN,
+    "FusedBatchNormGradV3": _SECOND_ORDER_BN,
+    "LRNGrad": "second derivative of LRN: TensorFlow has none either",
+    "_FusedMatMul": _FUSED, "_FusedConv2D": _FUSED,
+    "Bitcast": "reinterprets bits: not a differentiable function of its input",
+    "Unique": "TensorFlow defines no gradient for the Unique family",
+    "UniqueV2": "TensorFlow defines no gradient for the Unique family",
+    "UniqueWithCounts": "TensorFlow defines no gradient for the Unique family",
+    "UniqueWithCountsV2": "TensorFlow defines no gradient for the Unique family",
+    "ListDiff": "TensorFlow defines no gradient for ListDiff (set difference)",
+    "PreventGradient": "exists to make differentiating through it an error",
+    "_Arg": "function-call plumbing: graphs with functions are not differentiated",
+    "_Recv": "inserted by `dftool partition`, after differentiation",
+    "_HostRecv": "inserted by `dftool partition`, after differentiation",
+    "CollectiveReduce": "collectives are not differentiated",
+    "CollectiveBcastSend": "collectives are not differentiated",
+    "CollectiveBcastRecv": "collectives are not differentiated",
+}
+
+
+def no_gradient_reason(op: str) -> str | None:
+    """Why `op` has no gradient, or None when it is not one of the documented exceptions."""
+    return NO_GRADIENT.get(op)

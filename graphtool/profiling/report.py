@@ -1,0 +1,100 @@
+"""Profiling a session (N traced steps after warm-up) and the documents made from the result:
+the `--report` JSON ("dftool.profile/1") and the measured cost model (`--cost-model-out`).
+
+The report schema is versioned: fields are only ever added within "dftool.profile/1"; a change
+to the meaning or type of a field bumps the version. Times are milliseconds, sizes bytes.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..device_names import parse_device_name
+from ..exec.step_stats import StepStats
+from .summary import NodeRow, ProfileSummary
+
+PROFILE_SCHEMA = "dftool.profile/1"
+COST_MODEL_SCHEMA = "dftool.cost_model/1"
+DEFAULT_TOP = 10
+
+
+def profile_steps(session, fetches: list[str], feeds: dict, *, repeat: int, warmup: int,
+                  timeout: float | None = None, allow_dead: bool = False,
+                  on_step: Callable[[], None] | None = None) -> list[StepStats]:
+    """Run `warmup` untraced steps (caches, the thread pool, BLAS warm up), then `repeat` traced
+    ones; returns their StepStats. `on_step` is called after every step (progress bars)."""
+    steps = []
+    for index in range(warmup + repeat):
+        traced = index >= warmup
+        result = session.run(fetches, feeds, timeout=timeout, allow_dead=allow_dead, trace=traced)
+        if traced:
+            steps.append(result.step_stats)
+        if on_step is not None:
+            on_step()
+    return steps
+
+
+def _ms(ns: float) -> float:
+    return round(ns / 1e6, 6)
+
+
+def profile_report(summary: ProfileSummary, *, graph: str, repeat: int, warmup: int,
+                   top: int = DEFAULT_TOP) -> dict:
+    """Everything the profile found, as the JSON document `--report` writes."""
+    times = summary.step_times
+    return {
+        "schema": PROFILE_SCHEMA,
+        "graph": graph,
+        "repeat": repeat,
+        "warmup": warmup,
+        "devices": summary.devices,
+        "step_time_ms": {"mean": _ms(times.mean_ns), "median": _ms(times.median_ns),
+                         "min": _ms(times.min_ns), "max": _ms(times.max_ns),
+                         "all": [_ms(t) for t in times.all_ns]},
+        "nodes_executed": summary.nodes_executed,
+        "loop_iterations": summary.iterations,
+        "ops": [{"op": row.op, "nodes": row.nodes, "calls": row.calls, "avg_ms": _ms(row.time_ns),
+                 "percent": round(row.percent, 4), "cumulative_percent": round(row.cumulative_percent, 4),
+                 "output_bytes": row.output_bytes} for row in summary.ops],
+        "nodes": [_node_entry(row) for row in summary.nodes],
+        "top_by_time": [row.name for row in summary.top_nodes_by_time(top)],
+        "top_by_memory": [row.name for row in summary.top_nodes_by_memory(top)],
+        "memory": {"peak_bytes": summary.peak_bytes},
+        "critical_path": _critical_path_entry(summary),
+    }
+
+
+def _node_entry(row: NodeRow) -> dict:
+    return {"name": row.name, "op": row.op, "device": row.device, "calls": row.calls,
+            "avg_ms": _ms(row.time_ns), "percent": round(row.percent, 4), "output_bytes": row.output_bytes,
+            "largest_output_bytes": row.largest_output_bytes}
+
+
+def _critical_path_entry(summary: ProfileSummary) -> dict | None:
+    path = summary.critical_path
+    if path is None:
+        return None
+    return {
+        "length_ms": _ms(path.length_ns),
+        "step_time_ms": _ms(path.wall_ns),
+        "fraction_of_step": round(path.fraction_of_step, 6),
+        "nodes": [{"name": s.execution.name, "op": s.execution.op, "device": s.execution.device,
+                   "frame": s.execution.frame, "iteration": s.execution.iteration,
+                   "start_ms": _ms(s.execution.start_ns), "duration_ms": _ms(s.execution.duration_ns),
+                   "contribution_ms": _ms(s.contribution_ns)} for s in path.steps],
+    }
+
+
+def cost_model(summary: ProfileSummary) -> dict:
+    """Measured costs in seconds per step, by node and by op type, each keyed by the type of the
+    device it ran on. A node's cost is its summed execution time in one step (every iteration of
+    a loop body); an op's is the mean cost of its nodes, the estimate for nodes not measured."""
+    nodes: dict[str, dict[str, float]] = {}
+    per_op: dict[str, dict[str, list[float]]] = {}
+    for row in summary.nodes:
+        device_type = parse_device_name(row.device).completed().type
+        seconds = row.time_ns / 1e9
+        nodes.setdefault(row.name, {})[device_type] = seconds
+        per_op.setdefault(row.op, {}).setdefault(device_type, []).append(seconds)
+    ops = {op: {device: sum(costs) / len(costs) for device, costs in by_device.items()}
+           for op, by_device in per_op.items()}
+    return {"schema": COST_MODEL_SCHEMA, "nodes": nodes, "ops": ops}

@@ -1,0 +1,225 @@
+"""Every kernel registered for the GPU runs on the strict GPU test double (cupy-like arrays over
+numpy: no implicit host conversion, no host/device mixing, cupy's dtypes only) and gives the CPU's
+values: all TensorFlow fixtures, single-op cases for the ops the fixtures miss, and small stateful
+graphs. With cupy importable (no GPU needed) every array-module name the kernels used is checked
+to exist in cupy. What this cannot see: cupy's own numerical differences and speed (the real-GPU
+tests in test_gpu_real.py cover those where a GPU exists)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphtool import dtypes, graph_io
+from graphtool.builder import GraphBuilder
+from graphtool.exec import strict_xp
+from graphtool.exec.kernels import GPU, all_kernels
+from graphtool.exec.kernels.gpu_segment import scatter_multiply
+from graphtool.exec.plan import runs_without_kernel
+from graphtool.exec.session import Session
+from graphtool.exec.sim_gpu import SimulatedGPUDevice
+from graphtool.ir import from_graphdef
+
+from .gpu_op_cases import CASES, TARGET_CASES
+from .test_tf_fixtures_run import assert_matches
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tf"
+FIXTURE_CASES = sorted(json.loads(path.read_text())["name"] for path in FIXTURES.glob("*/case.json"))
+
+
+def strict_gpu() -> SimulatedGPUDevice:
+    return SimulatedGPUDevice(strict=True)
+
+
+def run_fixture(case: str, device):
+    spec = json.loads((FIXTURES / case / "case.json").read_text())
+    graph = from_graphdef(graph_io.load_graphdef(str(FIXTURES / case / "graph.pb")), case)
+    result = Session(graph, device=device, threads=1).run(spec["fetches"], dict(np.load(FIXTURES / case / "feeds.npz")),
+                                                          timeout=60)
+    return spec, graph, result
+
+
+@pytest.mark.parametrize("case", FIXTURE_CASES)
+def test_fixture_on_strict_gpu_double_matches_tensorflow(case):
+    device = strict_gpu()
+    spec, _, result = run_fixture(case, device)
+    expected = np.load(FIXTURES / case / "expected.npz")
+    rtol, atol = max(spec.get("rtol", 0), 1e-4), max(spec.get("atol", 0), 1e-5)
+    for name, value in zip(spec["fetches"], result.values):
+        assert isinstance(value, np.ndarray), f"{name}: fetched a {type(value).__name__}, not a host array"
+        assert_matches(name, value, expected[name], rtol, atol)
+
+
+def single_op_graph(op: str, inputs, attrs):
+    builder = GraphBuilder()
+    builder.op(op, inputs, name="op", **attrs)
+    graph = builder.graph
+    node = graph.get("op")
+    return graph, [f"op:{i}" for i in range(node.num_outputs)]
+
+
+def assert_same_values(name: str, gpu_value, cpu_value):
+    assert type(gpu_value) is np.ndarray, f"{name}: {type(gpu_value).__name__}"
+    assert gpu_value.dtype == cpu_value.dtype and gpu_value.shape == cpu_value.shape, name
+    if cpu_value.dtype.kind in "fc":
+        np.testing.assert_allclose(gpu_value, cpu_value, rtol=1e-5, atol=1e-6, equal_nan=True, err_msg=name)
+    else:
+        np.testing.assert_array_equal(gpu_value, cpu_value, err_msg=name)
+
+
+@pytest.mark.parametrize("op, inputs, attrs", [pytest.param(*case[1:], id=case[0]) for case in CASES])
+def test_single_op_on_strict_gpu_double_matches_cpu(op, inputs, attrs):
+    graph, fetches = single_op_graph(op, inputs, attrs)
+    cpu = Session(graph, device="cpu", threads=1).run(fetches).values
+    device = strict_gpu()
+    gpu = Session(graph, device=device, threads=1).run(fetches).values
+    assert "op" in device.trace.launches(), "the op did not run as a GPU kernel"
+    for name, gpu_value, cpu_value in zip(fetches, gpu, cpu):
+        assert_same_values(name, gpu_value, cpu_value)
+
+
+@pytest.mark.parametrize("op, inputs, attrs", [pytest.param(*case[1:], id=case[0]) for case in TARGET_CASES])
+def test_op_without_outputs_runs_on_strict_gpu_double(op, inputs, attrs):
+    graph, _ = single_op_graph(op, inputs, attrs)
+    device = strict_gpu()
+    Session(graph, device=device, threads=1).run([], targets=["op"])
+    # ControlTrigger is run by the executor's frame logic, the others by their GPU kernels.
+    assert device.trace.launches() == ([] if runs_without_kernel(op) else ["op"])
+
+
+def variables_graph():
+    """Ref and resource variables: create, assign, update, read, check initialization."""
+    b = GraphBuilder()
+    float32 = dtypes.as_dtype("float32")
+    ref = b.op("VariableV2", [], name="ref", shape=[2, 3], dtype=float32)
+    old_ref = b.op("Variable", [], name="old_ref", shape=[2, 3], dtype=float32)
+    initialized_before = b.op("IsVariableInitialized", [ref], name="ref_initialized", dtype=float32)
+    with b.control_dependencies([initialized_before.node]):
+        assigned = b.op("Assign", [ref, np.ones((2, 3), np.float32)], name="assign")
+    added = b.op("AssignAdd", [assigned, np.full((2, 3), 2, np.float32)], name="assign_add")
+    subtracted = b.op("AssignSub", [added, np.full((2, 3), 0.5, np.float32)], name="assign_sub")
+    b.op("Assign", [old_ref, subtracted], name="assign_old")
+    handle = b.op("VarHandleOp", [], name="handle", dtype=float32, shape=[2, 3], shared_name="resource")
+    b.op("VarIsInitializedOp", [handle], name="resource_initialized")
+    write = b.op("AssignVariableOp", [handle, np.full((2, 3), 4, np.float32)], name="write")
+    with b.control_dependencies([write]):
+        add = b.op("AssignAddVariableOp", [handle, np.ones((2, 3), np.float32)], name="add")
+    with b.control_dependencies([add]):
+        sub = b.op("AssignSubVariableOp", [handle, np.full((2, 3), 3, np.float32)], name="sub")
+    with b.control_dependencies([sub]):
+        b.op("ReadVariableOp", [handle], name="read", dtype=float32)
+    return b.graph
+
+
+def test_variables_on_strict_gpu_double_match_cpu():
+    fetches = ["ref_initialized:0", "assign_old:0", "read:0"]
+    graph = variables_graph()
+    cpu = Session(graph, device="cpu", threads=1).run(fetches).values
+    gpu = Session(graph, device=strict_gpu(), threads=1).run(fetches).values
+    for name, gpu_value, cpu_value in zip(fetches, gpu, cpu):
+        assert_same_values(name, gpu_value, cpu_value)
+    assert float(gpu[2][0, 0]) == 2.0 and float(gpu[1][0, 0]) == 2.5
+
+
+def stack_and_gradient_array_graph():
+    """A stack pushed twice, popped once and closed; a TensorArray's gradient array with a shape."""
+    b = GraphBuilder()
+    float32 = dtypes.as_dtype("float32")
+    stack = b.op("StackV2", [np.int32(-1)], name="stack", elem_type=float32)
+    first = b.op("StackPushV2", [stack, np.ones(3, np.float32)], name="push1")
+    with b.control_dependencies([first.node]):
+        second = b.op("StackPushV2", [stack, np.arange(3, dtype=np.float32)], name="push2")
+    with b.control_dependencies([second.node]):
+        popped = b.op("StackPopV2", [stack], name="pop", elem_type=float32)
+    with b.control_dependencies([popped.node]):
+        b.op("StackCloseV2", [stack], name="close")
+    array = b.tensor_array(float32, 2, element_shape=[3])
+    written = array.write(0, np.full(3, 5, np.float32)).write(1, np.ones(3, np.float32))
+    grad = b.op("TensorArrayGradWithShape", [written.handle, written.flow, np.array([2], np.int32)],
+                name="ta_grad", source="gradients")
+    b.op("TensorArraySizeV3", [grad[0], grad[1]], name="grad_size")
+    return b.graph
+
+
+def test_stack_close_and_tensor_array_gradient_on_strict_gpu_double():
+    graph = stack_and_gradient_array_graph()
+    device = strict_gpu()
+    values = Session(graph, device=device, threads=1).run(["pop:0", "grad_size:0"], targets=["close"]).values
+    np.testing.assert_array_equal(values[0], np.arange(3, dtype=np.float32))
+    assert int(values[1]) == 2
+    assert {"close", "ta_grad"} <= set(device.trace.launches())
+
+
+STATEFUL_OPS = {node.op for graph in (variables_graph(), stack_and_gradient_array_graph()) for node in graph.nodes}
+
+
+def test_every_gpu_registered_kernel_is_exercised_on_the_double():
+    """The cases above together run every op registered for the GPU through the strict double."""
+    exercised = {case[1] for case in CASES + TARGET_CASES} | STATEFUL_OPS
+    for case in FIXTURE_CASES:
+        device = strict_gpu()
+        _, graph, _ = run_fixture(case, device)
+        exercised |= {graph.get(name).op for name in device.trace.launches() if graph.get(name) is not None}
+    gpu_ops = {op for op, device_type in all_kernels() if device_type == GPU}
+    assert sorted(gpu_ops - exercised) == []
+
+
+def test_kernels_use_only_names_cupy_provides():
+    cupy = pytest.importorskip("cupy", reason="cupy is not installed (importing it needs no GPU)")
+    for case in FIXTURE_CASES:
+        run_fixture(case, strict_gpu())
+    for _, op, inputs, attrs in CASES:
+        graph, fetches = single_op_graph(op, inputs, attrs)
+        Session(graph, device=strict_gpu(), threads=1).run(fetches)
+    assert len(strict_xp.NAMES_USED) > 50
+
+    def provided(dotted: str) -> bool:
+        target = cupy
+        for part in dotted.split("."):
+            if not hasattr(target, part):
+                return False
+            target = getattr(target, part)
+        return True
+    assert sorted(name for name in strict_xp.NAMES_USED if not provided(name)) == []
+
+
+# --- the strict double itself refuses what cupy refuses -------------------------------------------
+
+def test_strict_arrays_refuse_implicit_host_conversion_and_mixing():
+    xp = strict_xp.StrictNumpy()
+    on_device = xp.asarray(np.arange(3.0))
+    with pytest.raises(TypeError, match="Implicit conversion"):
+        np.asarray(on_device)
+    with pytest.raises(TypeError, match="Unsupported type"):
+        _ = on_device + np.ones(3)
+    with pytest.raises(TypeError, match="Unsupported type"):
+        xp.maximum(on_device, np.ones(3))
+    with pytest.raises(TypeError, match="dtype object"):
+        xp.asarray(np.array(["a"], dtype=object))
+    assert isinstance(on_device.sum(), strict_xp.DeviceArray) and float(on_device.sum()) == 3.0
+    assert isinstance(np.exp(on_device), strict_xp.DeviceArray)    # NEP 18 dispatch, as cupy
+    np.testing.assert_array_equal(xp.asnumpy(on_device * 2), [0.0, 2.0, 4.0])
+
+
+def test_strict_double_rejects_a_kernel_that_returns_a_host_array():
+    device = strict_gpu()
+    stream = device.compute_stream(0)
+    with pytest.raises(TypeError, match="host numpy array"):
+        stream.launched("bad_kernel", (np.ones(2, np.float32),))
+
+
+# --- the GPU scatter-multiply -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("xp", [np, strict_xp.StrictNumpy()], ids=["numpy", "strict"])
+def test_scatter_multiply_matches_ufunc_at(xp):
+    generator = np.random.default_rng(4)
+    rows = generator.integers(0, 5, size=(37, 1))
+    updates = generator.uniform(0.5, 1.5, size=(37, 2)).astype(np.float64)
+    expected = np.full((6, 2), 2.0)
+    np.multiply.at(expected, (rows[:, 0],), updates)
+    target = xp.asarray(np.full((6, 2), 2.0))
+    scatter_multiply(xp, target, xp.asarray(rows), xp.asarray(updates))
+    result = target if isinstance(target, np.ndarray) else xp.asnumpy(target)
+    np.testing.assert_allclose(result, expected, rtol=1e-12)
