@@ -20,9 +20,11 @@ COMMAND_MODULES = (
     "inspect_cmd",
     "run_cmd",
     "optimize_cmd",
+    "grad_cmd",
     "prune_cmd",
     "place_cmd",
     "partition_cmd",
+    "profile_cmd",
 )
 
 

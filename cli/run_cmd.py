@@ -9,6 +9,7 @@ import numpy as np
 from graphtool import graph_io
 from graphtool.device_names import short_device_name
 from graphtool.errors import RuntimeFailure, UsageError
+from graphtool.exec.trace import write_trace
 
 from .common import common_options, emit_report, info, load_graph, settings
 
@@ -79,16 +80,42 @@ def _summary(name: str, value: np.ndarray) -> str:
     return f"{name}  {value.dtype}{list(value.shape)}  {shown}{more}"
 
 
+def execution_options(func):
+    """The feed/fetch/device options of `run`, shared with `profile`: --feed, --feeds, --fetch,
+    --device, --threads, --timeout."""
+    options = [
+        click.option("--feed", "feed_pairs", multiple=True, metavar="NAME=FILE.npy", help="Feed one tensor."),
+        click.option("--feeds", "feeds_file", metavar="FILE.npz", help="Feed the tensors named by an .npz's keys."),
+        click.option("--fetch", "fetches", multiple=True, metavar="T",
+                     help="Tensor to fetch (default: every graph output)."),
+        click.option("--device", default="cpu", show_default=True, help="cpu or gpu (cpu:N, gpu:N)."),
+        click.option("--threads", type=click.IntRange(min=1), help="Worker threads (default: cores)."),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+                     help="Stop a step that runs longer."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threads, *, check_numerics: bool = False):
+    """(session, feeds, fetch list) for GRAPH and the execution options; the default fetches are
+    every graph output. UsageError for a graph with nothing to fetch."""
+    from graphtool.exec.session import Session
+
+    feeds = collect_feeds(feed_pairs, feeds_file)
+    session = Session(load_graph(graph), device=device, threads=threads, check_numerics=check_numerics)
+    fetch_list = list(fetches) or session.default_fetches()
+    if not fetch_list:
+        raise UsageError(f"{graph}: the graph has no outputs to fetch; name one with --fetch")
+    return session, feeds, fetch_list
+
+
 @click.command("run")
 @click.argument("graph")
-@click.option("--feed", "feed_pairs", multiple=True, metavar="NAME=FILE.npy", help="Feed one tensor.")
-@click.option("--feeds", "feeds_file", metavar="FILE.npz", help="Feed the tensors named by an .npz's keys.")
-@click.option("--fetch", "fetches", multiple=True, metavar="T", help="Tensor to fetch (default: every graph output).")
-@click.option("--device", default="cpu", show_default=True, help="cpu or gpu (cpu:N, gpu:N).")
+@execution_options
 @click.option("--output", metavar="FILE.npz", help="Save results, keyed by the fetch strings as given.")
-@click.option("--threads", type=click.IntRange(min=1), help="Worker threads (default: cores).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
-              help="Stop a step that runs longer.")
+@click.option("--trace", metavar="FILE.json", help="Write a Chrome-trace/Perfetto timeline of the step (.json.gz: gzipped).")
 @click.option("--expect", metavar="FILE.npz", help="Compare results with saved ones; exit 1 on mismatch.")
 @click.option("--rtol", type=float, default=1e-5, show_default=True)
 @click.option("--atol", type=float, default=1e-8, show_default=True)
@@ -96,20 +123,17 @@ def _summary(name: str, value: np.ndarray) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout.")
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
 @common_options
-def command(graph, feed_pairs, feeds_file, fetches, device, output, threads, timeout, expect, rtol, atol,
+def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threads, timeout, expect, rtol, atol,
             check_numerics, as_json, report):
     """Execute GRAPH and print or save the fetched tensors."""
-    from graphtool.exec.session import Session
-
-    feeds = collect_feeds(feed_pairs, feeds_file)
-    loaded = load_graph(graph)
-    session = Session(loaded, device=device, threads=threads, check_numerics=check_numerics)
-    fetch_list = list(fetches) or session.default_fetches()
-    if not fetch_list:
-        raise UsageError(f"{graph}: the graph has no outputs to fetch; name one with --fetch")
+    session, feeds, fetch_list = open_session(graph, feed_pairs, feeds_file, fetches, device, threads,
+                                              check_numerics=check_numerics)
     # Default fetches may lie on a cond branch this run does not take: those are reported as
     # dead, not an error. A fetch the user names must be live.
-    result = session.run(fetch_list, feeds, timeout=timeout, allow_dead=not fetches)
+    result = session.run(fetch_list, feeds, timeout=timeout, allow_dead=not fetches, trace=bool(trace))
+    if trace:
+        write_trace(result.step_stats, trace, metadata={"graph": graph})
+        info(f"wrote a trace of {result.step_stats.nodes_executed} node execution(s) to {trace}")
     dead = [name for name, value in zip(fetch_list, result.values) if value is None]
     fetch_list, values = zip(*[(n, v) for n, v in zip(fetch_list, result.values) if v is not None]) or ((), ())
     fetch_list, values = list(fetch_list), list(values)
@@ -121,6 +145,8 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, threads, tim
             click.echo(_summary(name, value))
     for name in dead:
         info(f"{name}: dead (on a cond branch this run did not take)")
+    for note in result.notes:
+        info(f"soft placement: {note}")
     devices = [short_device_name(d) for d in result.devices]
     if len(devices) > 1:
         info(f"ran on {len(devices)} devices, one executor each: {', '.join(devices)}")

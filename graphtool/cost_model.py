@@ -209,6 +209,7 @@ class CostEstimator:
         self.model = model
         self.shapes = shapes
         self._compute: dict[tuple[Node, str], float] = {}
+        self._bytes: dict[TensorRef, int] = {}
 
     def compute(self, node: Node, device_type: str) -> float:
         """Seconds `node` takes on a device of `device_type` (measured, else estimated)."""
@@ -260,8 +261,10 @@ class CostEstimator:
         return math.prod(UNKNOWN_DIM if d is None else d for d in dims)
 
     def tensor_bytes(self, ref: TensorRef) -> int:
-        dtype = self.shapes.dtype(ref)
-        return self.elements(ref) * (4 if dtype is dtypes.INVALID else dtype.itemsize)
+        if ref not in self._bytes:
+            dtype = self.shapes.dtype(ref)
+            self._bytes[ref] = self.elements(ref) * (4 if dtype is dtypes.INVALID else dtype.itemsize)
+        return self._bytes[ref]
 
     def transfer(self, nbytes: float, src_type: str, dst_type: str) -> float:
         """Seconds to move `nbytes` between two different devices of these types."""

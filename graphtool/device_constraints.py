@@ -14,6 +14,7 @@ A node whose op has no kernel on any of the devices is an InvalidGraphError eith
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from .colocation import ColocationGroup
 from .device_names import DeviceName, canonical_device_name, matches, parse_device_name, short_device_name
@@ -29,6 +30,7 @@ _FIELDS = ("job", "replica", "task", "type", "index")
 _SOFT_HINT = "soft placement (the default; drop --no-soft-placement) would pick another device"
 
 
+@lru_cache(maxsize=None)   # place() clears it, so kernels registered since then count
 def op_runs_on(op: str, device_type: str) -> bool:
     """Whether an `op` node can run on a device of `device_type` (control flow runs anywhere)."""
     from .exec.kernels import has_kernel

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from .errors import UsageError
 
@@ -131,6 +132,7 @@ def _normalized(name: DeviceName) -> DeviceName:
     return replace(name, type=name.type.upper()) if name.type else name
 
 
+@lru_cache(maxsize=4096)   # placement parses the same few names many times; DeviceName is immutable
 def parse_device_name(text: str) -> DeviceName:
     """Parse any accepted spelling (see the module docstring); UsageError names a bad one.
 

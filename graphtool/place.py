@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from .colocation import ColocationGroup, colocation_groups
 from .cost_model import CostEstimator, CostModel
-from .device_constraints import GroupConstraint, available_devices, device_type, resolve_group
+from .device_constraints import GroupConstraint, available_devices, device_type, op_runs_on, resolve_group
 from .device_names import matches, parse_device_name, short_device_name
 from .ir import Graph, Node, TensorRef
 from .place_report import Candidate, NodePlacement, PlacementReport, Softened
@@ -49,6 +49,7 @@ def place(graph: Graph, devices: list[str] | None = None, *, soft_placement: boo
     constraints that cannot hold (see graphtool.device_constraints)."""
     from .shape_inference import infer_shapes
 
+    op_runs_on.cache_clear()
     device_list = available_devices(graph, devices)
     order = graph.topological_order()
     groups = colocation_groups(graph, order)
@@ -66,28 +67,28 @@ def place(graph: Graph, devices: list[str] | None = None, *, soft_placement: boo
 
 @dataclass(eq=False)
 class _GroupEdges:
-    """A group's data and control edges to other groups (deduplicated)."""
+    """A group's data and control edges to other groups, each once (dicts as ordered sets)."""
 
-    inputs: list[tuple[TensorRef, ColocationGroup]] = field(default_factory=list)
-    control_inputs: list[ColocationGroup] = field(default_factory=list)
-    outputs: list[tuple[TensorRef, ColocationGroup]] = field(default_factory=list)
-    control_outputs: list[ColocationGroup] = field(default_factory=list)
+    inputs: dict[tuple[TensorRef, ColocationGroup], None] = field(default_factory=dict)
+    control_inputs: dict[ColocationGroup, None] = field(default_factory=dict)
+    outputs: dict[tuple[TensorRef, ColocationGroup], None] = field(default_factory=dict)
+    control_outputs: dict[ColocationGroup, None] = field(default_factory=dict)
 
 
 def _group_edges(groups) -> dict[ColocationGroup, _GroupEdges]:
     edges = {g: _GroupEdges() for g in groups.groups}
     for group in groups.groups:
         for member in group.members:
-            for ref in dict.fromkeys(member.inputs):
+            for ref in member.inputs:
                 producer = groups.group_of(ref.node)
-                if producer is not group and (ref, producer) not in edges[group].inputs:
-                    edges[group].inputs.append((ref, producer))
-                    edges[producer].outputs.append((ref, group))
+                if producer is not group:
+                    edges[group].inputs[(ref, producer)] = None
+                    edges[producer].outputs[(ref, group)] = None
             for control in member.control_inputs:
                 producer = groups.group_of(control)
-                if producer is not group and producer not in edges[group].control_inputs:
-                    edges[group].control_inputs.append(producer)
-                    edges[producer].control_outputs.append(group)
+                if producer is not group:
+                    edges[group].control_inputs[producer] = None
+                    edges[producer].control_outputs[group] = None
     return edges
 
 
@@ -99,6 +100,7 @@ class _GreedyPlacer:
         self.estimator = estimator
         self.devices = devices
         self.types = {d: device_type(d) for d in devices}
+        self.short_names = {d: short_device_name(d) for d in devices}
         self.edges = _group_edges(groups)
         self.assigned: dict[ColocationGroup, str] = {}
         self.load = {d: 0.0 for d in devices}
@@ -132,11 +134,11 @@ class _GreedyPlacer:
         compute = self.compute(group, device)
         busiest = max(self.load.values())
         credit = min(compute, busiest - self.load[device])
-        return Candidate(short_device_name(device), compute, self.transfer_in(group, device), credit)
+        return Candidate(self.short_names[device], compute, self.transfer_in(group, device), credit)
 
     def local_candidate(self, group: ColocationGroup, device: str) -> Candidate:
         transfer = self.transfer_in(group, device) + self.transfer_out(group, device)
-        return Candidate(short_device_name(device), self.compute(group, device), transfer, 0.0)
+        return Candidate(self.short_names[device], self.compute(group, device), transfer, 0.0)
 
     # --- the passes ------------------------------------------------------------------------------
     def run(self) -> None:

@@ -160,6 +160,7 @@ def from_ndarray(value, dtype: DType | None = None, *, compact: bool = True) -> 
 
 
 def _all_equal(flat: np.ndarray) -> bool:
+    flat = np.ascontiguousarray(flat)  # a broadcast (stride-0) array cannot be viewed as bytes
     first = flat[0]
     if flat.dtype.kind in "fc":
         # Bitwise comparison so NaN payloads and -0.0 survive the round trip.

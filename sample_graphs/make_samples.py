@@ -154,6 +154,41 @@ def build_pipeline(rng):
     return pipeline(rng, stages=4, width=16, batch=4, micro_batches=8, parallel_iterations=8)
 
 
+def build_train_loop(rng):
+    """In-graph training: ONE while loop runs `steps` SGD steps of a 4-8-1 tanh MLP regressing y
+    on x. Each iteration computes the loss, its gradients (graphtool.grad's add_gradients, built
+    inside the loop body) and the updated weights, which are the loop variables; every step's
+    loss is written to a TensorArray. Outputs `losses` [steps] and the trained weights."""
+    from graphtool.grad.driver import add_gradients
+
+    b = GraphBuilder()
+    x = b.placeholder("float32", [32, 4], name="x")
+    y = b.placeholder("float32", [32, 1], name="y")
+    steps = b.placeholder("int32", [], name="steps")
+    initial = [_weights(rng, 4, 8), np.zeros(8, np.float32), _weights(rng, 8, 1), np.zeros(1, np.float32)]
+    history = b.tensor_array("float32", steps, element_shape=[], name="loss_history")
+
+    def step(t, w1, b1, w2, b2, record):
+        with b.name_scope("model"):
+            hidden = b.tanh(b.bias_add(b.matmul(x, w1), b1))
+            error = b.sub(b.bias_add(b.matmul(hidden, w2), b2), y)
+            loss = b.reduce_mean(b.mul(error, error), [0, 1], name="loss")
+        params = [w1, b1, w2, b2]
+        grads = add_gradients(b.graph, loss, params, builder=b).tensors(b.graph)
+        with b.name_scope("sgd"):
+            updated = [b.sub(p, b.mul(g, 0.2)) for p, g in zip(params, grads)]
+        return (b.add(t, 1), *updated, record.write(t, loss))
+
+    _, *trained, record = b.while_loop(lambda t, *_: b.less(t, steps), step, [0, *initial, history],
+                                       name="train")
+    b.identity(record.stack(), name="losses")
+    for name, value in zip(("w1", "b1", "w2", "b2"), trained):
+        b.identity(value, name=name)
+    inputs = _weights(rng, 32, 4, scale=1.0)
+    targets = np.sin(inputs @ np.array([[1.0], [-0.5], [0.25], [0.5]], np.float32)).astype(np.float32)
+    return b, {"x": inputs, "y": targets, "steps": np.array(60, np.int32)}
+
+
 SAMPLES = {
     "mlp": build_mlp,
     "convnet": build_convnet,
@@ -163,6 +198,7 @@ SAMPLES = {
     "multi_device": build_multi_device,
     "model_parallel_rnn": build_model_parallel_rnn,
     "pipeline": build_pipeline,
+    "train_loop": build_train_loop,
 }
 
 

@@ -495,14 +495,14 @@ def make_samples():
 
 def test_sample_list_is_complete(make_samples):
     assert list(make_samples.SAMPLES) == ["mlp", "convnet", "cond", "while_loop", "rnn", "multi_device",
-                                         "model_parallel_rnn", "pipeline"]
+                                         "model_parallel_rnn", "pipeline", "train_loop"]
     readme = (SAMPLES_DIR / "README.md").read_text()
     for name in make_samples.SAMPLES:
         assert f"dftool inspect sample_graphs/{name}.pb" in readme
 
 
 @pytest.mark.parametrize("name", ["mlp", "convnet", "cond", "while_loop", "rnn", "multi_device",
-                                  "model_parallel_rnn", "pipeline"])
+                                  "model_parallel_rnn", "pipeline", "train_loop"])
 def test_committed_samples_are_up_to_date(make_samples, name, tmp_path):
     missing = [op for op in _ops_of(SAMPLES_DIR / f"{name}.pb") if registry.lookup(op) is None]
     if missing:
@@ -522,7 +522,7 @@ def _ops_of(path: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("name", ["mlp", "convnet", "cond", "while_loop", "rnn", "multi_device",
-                                  "model_parallel_rnn", "pipeline"])
+                                  "model_parallel_rnn", "pipeline", "train_loop"])
 def test_committed_samples_verify_and_infer(name):
     graph = from_graphdef(graph_io.load_graphdef(str(SAMPLES_DIR / f"{name}.pb")), name)
     result = infer_shapes(graph)

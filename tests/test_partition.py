@@ -1,17 +1,18 @@
 """partition(): device names, Send/Recv pairs and their attrs, Recv dedup, control-edge transfer,
-compression, split_by_device, and run(partition(place(g))) == run(g) on every fixture."""
+compression, split_by_device, and run(partition(place(g))) == run(g) on every fixture and sample."""
 import numpy as np
 import pytest
 
-from graphtool import dtypes
+from graphtool import dtypes, graph_io
 from graphtool.errors import InvalidGraphError, UsageError
-from graphtool.ir import Graph
+from graphtool.inspect import graph_outputs
+from graphtool.ir import Graph, from_graphdef
 from graphtool.partition import partition, split_by_device
 from graphtool.place import place
 from graphtool.shape_inference import infer_shapes
 from graphtool.shapes import Shape
 
-from .helpers import const, op, placeholder
+from .helpers import REPO_ROOT, const, op, placeholder
 from .partition_support import (DEVICES, assert_identical, cpu, edges, fixture_feeds, fixture_names,
                                 fixture_spec, load_fixture, ops_of, place_groups_randomly, recovered_edges, run,
                                 send_of)
@@ -173,7 +174,7 @@ def test_a_dead_control_source_makes_its_remote_consumer_dead():
     taken = op(g, "Identity", "taken", switch.output(1))
     remote = op(g, "Identity", "remote", const(g, "c", 5.0))
     remote.add_control_input(taken)
-    merge = op(g, "Merge", "merge", switch.output(0), remote, N=2)
+    op(g, "Merge", "merge", switch.output(0), remote, N=2)
     for node in g.nodes:
         node.device = "cpu:1" if node.name in ("remote", "c", "merge") else "cpu:0"
     feeds = {"pred": np.bool_(False), "x": np.float32(7)}
@@ -293,3 +294,20 @@ def test_fixture_runs_identically_after_place_and_partition(case):
     place_groups_randomly(shuffled, seed=sum(map(ord, case)))
     partition(shuffled)
     assert_identical(expected, run(shuffled, spec["fetches"], feeds), spec["fetches"])
+
+
+SAMPLES = REPO_ROOT / "sample_graphs"
+
+
+@pytest.mark.parametrize("name", sorted(path.stem for path in SAMPLES.glob("*.pb")))
+def test_sample_graph_runs_identically_after_place_and_partition(name):
+    graph = from_graphdef(graph_io.load_graphdef(str(SAMPLES / f"{name}.pb")), name)
+    feeds = dict(np.load(SAMPLES / f"{name}.feeds.npz"))
+    fetches = [ref.name for node in graph_outputs(graph) for ref in node.outputs]
+    single = graph.copy()
+    for node in single.nodes:
+        node.device = ""
+    expected = run(single, fetches, feeds)
+    place(graph, DEVICES)
+    partition(graph)
+    assert_identical(expected, run(graph, fetches, feeds, threads=2), fetches)

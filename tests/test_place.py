@@ -114,7 +114,8 @@ def test_unavailable_device_is_softened_and_reported():
     report = place(graph, ["cpu:0", "cpu:1"])
     assert graph.node("dense/matmul").device in (CPU0, CPU1)
     [soft] = report.softened
-    assert (soft.node, soft.requested, soft.chosen) == ("dense/matmul", "/device:GPU:0", graph.node("dense/matmul").device)
+    chosen = graph.node("dense/matmul").device
+    assert (soft.node, soft.requested, soft.chosen) == ("dense/matmul", "/device:GPU:0", chosen)
     assert "no available device matches it" in soft.why and "cpu:0, cpu:1" in soft.why
 
 
@@ -237,8 +238,9 @@ def _assert_groups_together(graph: Graph) -> None:
         assert len({m.device for m in group.members}) == 1, [m.name for m in group.members]
 
 
-@pytest.mark.parametrize("case, ops", [("tensor_array_ops", {"TensorArrayV3", "TensorArrayWriteV3", "TensorArrayReadV3"}),
-                                       ("grad_while", {"StackV2", "StackPushV2", "StackPopV2"})])
+@pytest.mark.parametrize("case, ops", [
+    ("tensor_array_ops", {"TensorArrayV3", "TensorArrayWriteV3", "TensorArrayReadV3"}),
+    ("grad_while", {"StackV2", "StackPushV2", "StackPopV2"})])
 def test_tensor_arrays_and_stacks_stay_with_their_users(case, ops):
     graph = from_graphdef(graph_io.load_graphdef(str(FIXTURES / case / "graph.pb")))
     place(graph, ["cpu:0", "cpu:1", "cpu:2"])

@@ -148,7 +148,8 @@ def split_graph(extra_name: str | None = None) -> Graph:
     g = Graph()
     x = placeholder(g, "x", [4, 6])
     axis = const(g, "axis", 1, dtype=dtypes.int32)
-    split = g.add_node("Split", "split", inputs=[axis.output(0), x.output(0)], attrs={"T": dtypes.float32, "num_split": 2})
+    split = g.add_node("Split", "split", inputs=[axis.output(0), x.output(0)],
+                       attrs={"T": dtypes.float32, "num_split": 2})
     op(g, "Tanh", "a", split.output(0))
     op(g, "Neg", "b", split.output(1))
     if extra_name:

@@ -12,7 +12,7 @@ What the device adds to running the shared `xp` kernels with cupy:
   finished;
 - swap memory: stacks swap saved values to pinned host memory (swap.py, kernels/gpu_stack.py), when
   a push asks for it (`swap_memory`) or when the pool's use passes a threshold (by default 80% of
-  the device's memory; `DFTOOL_GPU_SWAP_THRESHOLD` = bytes overrides it);
+  the device's memory, or of cupy's pool limit; `DFTOOL_GPU_SWAP_THRESHOLD` = bytes overrides it);
 - TF32 is off: float32 matmuls are exact float32 (cuBLAS's default compute type), so results
   match the CPU at float32 tolerances. cupy picks TF32 only when CUPY_TF32=1 is set at its first
   matmul; we set the compute type explicitly, and `DFTOOL_GPU_TF32=1` (or allow_tf32=True) turns
@@ -140,7 +140,11 @@ class GPUDevice(Device):
         if explicit is not None:
             return explicit
         configured = os.environ.get("DFTOOL_GPU_SWAP_THRESHOLD")
-        return int(configured) if configured else int(self.total_memory * _DEFAULT_SWAP_FRACTION)
+        if configured:
+            return int(configured)
+        # A pool limit (cupy's set_limit, CUPY_GPU_MEMORY_LIMIT) is the memory there really is.
+        available = min(self.total_memory, self.memory_pool.get_limit() or self.total_memory)
+        return int(available * _DEFAULT_SWAP_FRACTION)
 
     @property
     def xp(self):

@@ -25,9 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..device_names import DEFAULT_JOB, canonical_device_name, parse_device_name, short_device_name
 from ..errors import DeviceUnavailable, DftoolError, InvalidGraphError, UsageError
-from ..ir import Graph, Node, TensorRef, from_graphdef
-from ..ir.convert import node_to_nodedef
-from ..proto.graph_pb2 import GraphDef
+from ..ir import Graph, Node, TensorRef
 from .devices import CPUDevice, Device, FakeGPUDevice, create_device
 from .executor import Executor, StepStats
 from .plan import compile_plan
@@ -146,25 +144,21 @@ def place_and_partition(graph: Graph, default_device: Device, gpu_double: bool) 
     return [f"node '{s.node}': {s.requested} -> {short_device_name(s.chosen)} ({s.why})" for s in report.softened]
 
 
-def split_by_device(graph: Graph, default: str) -> dict[str, Graph]:
-    """One subgraph per device (by canonical name, in name order). Every edge must stay within a
-    device: crossing one takes a `_Send`/`_Recv` pair, so a stray edge is an InvalidGraphError."""
-    device_of = {node: node_device(node, default) for node in graph.nodes}
+def split_per_device(graph: Graph, default: str) -> list[tuple[str, Graph]]:
+    """(device name, subgraph) per device of a partitioned graph, CPUs first, by index; nodes that
+    name no device go to `default`. An edge between devices (not a `_Send`/`_Recv` pair) is an
+    InvalidGraphError naming it."""
+    from ..partition import split_by_device
+
     for node in graph.nodes:
-        for producer in node.input_nodes():
-            if device_of[producer] != device_of[node]:
-                raise InvalidGraphError(
-                    f"edge '{producer.name}' -> '{node.name}' crosses from {short_device_name(device_of[producer])} "
-                    f"to {short_device_name(device_of[node])} without a _Send/_Recv pair",
-                    hint="partition the whole graph (dftool partition), or run the unpartitioned graph")
-    parts: dict[str, Graph] = {}
-    for name in sorted(set(device_of.values())):
-        graph_def = GraphDef()
-        graph_def.versions.CopyFrom(graph.versions)
-        graph_def.library.CopyFrom(graph.library)
-        graph_def.node.extend(node_to_nodedef(n) for n in graph.nodes if device_of[n] == name)
-        parts[name] = from_graphdef(graph_def, f"partition {short_device_name(name)}", verify=False)
-    return parts
+        if not node.device:
+            node.device = default
+    return sorted(split_by_device(graph).items(), key=lambda part: _device_order(part[0]))
+
+
+def _device_order(name: str) -> tuple:
+    parsed = parse_device_name(name)
+    return (parsed.type != "CPU", parsed.type, parsed.index)
 
 
 # --- running ----------------------------------------------------------------------------------
@@ -204,6 +198,11 @@ class MultiDeviceExecutor:
         self._threads.shutdown(wait=True, cancel_futures=True)
         for part in self.parts:
             part.executor.close()
+
+    def __del__(self):
+        threads = getattr(self, "_threads", None)
+        if threads is not None:
+            threads.shutdown(wait=False, cancel_futures=True)
 
     def run(self, feeds: dict, fetches: list, *, timeout: float | None = None, resources=None,
             allow_dead: bool = False, stats=None) -> list:
@@ -276,7 +275,7 @@ def compile_multi_device(session, pruned: Graph, fed_nodes: set[Node], fetch_ref
     fed_names = {node.name for node in fed_nodes}
     target_names = {node.name for node in target_nodes}
     parts, item_of = [], {}
-    for name, graph in split_by_device(pruned, session.device.name).items():
+    for name, graph in split_per_device(pruned, session.device.name):
         device = local_device(name, gpu_double)
         plan = compile_plan(graph, device, {n for n in fed_names if n in graph})
         targets = [plan.item_of[n] for n in target_names if n in plan.item_of]

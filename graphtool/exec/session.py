@@ -34,6 +34,7 @@ class RunResult:
     iterations: dict[str, int]
     devices: list[str] = field(default_factory=list)   # the devices whose executors ran
     step_stats: StepStats | None = None   # with run(trace=True): every node execution, memory
+    notes: list[str] = field(default_factory=list)   # device requests soft placement moved
 
 
 class Session:
@@ -105,7 +106,8 @@ class Session:
                               allow_dead=allow_dead, stats=stats)
         host_values = [None if v is None else device.to_host(v) for v in values]
         return RunResult(host_values, executor.last_stats.nodes_executed, dict(executor.last_stats.iterations),
-                         executor.device_names, stats.stop() if trace else None)
+                         executor.device_names, stats.stop() if trace else None,
+                         notes=list(getattr(executor, "notes", ())))
 
     def _compile(self, fetch_refs, target_nodes, checked):
         fed_nodes = {ref.node for ref in checked}

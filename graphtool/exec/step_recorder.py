@@ -64,11 +64,14 @@ class MemoryTracker:
 
     def __init__(self):
         self.deltas: list[tuple[int, int]] = []
+        self.allocated = 0                          # bytes the last outputs_seen brought into use
         self._refs: dict[int, _BufferRef] = {}      # id(owner) -> its weak reference
         self._on_release = self._released           # one bound method for every reference
 
     def outputs_seen(self, outputs, now: int) -> tuple:
-        """(dtype, shape, nbytes) of each output (None for non-arrays); counts new buffers."""
+        """(dtype, shape, nbytes) of each output (None for non-arrays); counts new buffers
+        (their bytes are left in `allocated`)."""
+        self.allocated = 0
         infos = []
         refs = self._refs
         for value in outputs:
@@ -97,6 +100,7 @@ class MemoryTracker:
         ref.nbytes = nbytes
         self._refs[id(owner)] = ref
         self.deltas.append((now, nbytes))
+        self.allocated += nbytes
 
     def _released(self, ref: _BufferRef) -> None:
         self.deltas.append((perf_counter_ns(), -ref.nbytes))
@@ -168,8 +172,11 @@ class TracedStep(_Step):
                 start = end if begun is None else begun
                 if tagged[0].kind == RECV:
                     thread = _RENDEZVOUS_THREAD
-        infos = () if is_dead else self._memory.outputs_seen(outputs, end)
-        self._raw.append((tagged, start, end, thread, infos, is_dead))
+        if is_dead:
+            infos, allocated = (), 0
+        else:
+            infos, allocated = self._memory.outputs_seen(outputs, end), self._memory.allocated
+        self._raw.append((tagged, start, end, thread, infos, is_dead, allocated))
         _Step._finish(self, tagged, outputs, is_dead)
 
     # --- after the step -----------------------------------------------------------------------
@@ -213,7 +220,7 @@ def _executions(raw: list[tuple], origin: int, device: str, lanes: _LaneNames, s
     frame_ids: dict[int, int] = {}
     infos_cache: dict[tuple, tuple] = {}
     executions = []
-    for (item, frame, it), start, end, thread, infos, is_dead in raw:
+    for (item, frame, it), start, end, thread, infos, is_dead, allocated in raw:
         facts = static.get(item.id)
         if facts is None:
             facts = static[item.id] = (item.name, item.node.op, _input_names(item.node))
@@ -223,7 +230,7 @@ def _executions(raw: list[tuple], origin: int, device: str, lanes: _LaneNames, s
         executions.append(NodeExecution(
             facts[0], facts[1], device, start - origin, end - origin, lanes.name(thread),
             frame.template.name, it, frame_ids.setdefault(id(frame), len(frame_ids)), facts[2],
-            outputs, is_dead, _rendezvous_key(item, frame, it)))
+            outputs, is_dead, _rendezvous_key(item, frame, it), allocated))
     return executions
 
 

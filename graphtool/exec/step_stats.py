@@ -52,7 +52,9 @@ class NodeExecution:
     `lane` is the thread that ran the kernel ("scheduler" for inline nodes, "worker N" for the
     thread pool). `rendezvous` is the rendezvous key of a _Send/_Recv: (send_device, recv_device,
     tensor_name, ((frame, iteration), ...)), the same on both sides of one transfer.
-    A dead execution (on an untaken cond branch) ran no kernel and has no outputs."""
+    `allocated_bytes` counts the buffers its outputs brought into use (not those of outputs that
+    alias an input or a buffer already counted). A dead execution (on an untaken cond branch) ran
+    no kernel and has no outputs."""
 
     name: str
     op: str
@@ -67,6 +69,7 @@ class NodeExecution:
     outputs: tuple = ()
     dead: bool = False
     rendezvous: tuple | None = None
+    allocated_bytes: int = 0
 
     @property
     def duration_ns(self) -> int:
@@ -74,7 +77,7 @@ class NodeExecution:
 
     @property
     def output_bytes(self) -> int:
-        """Bytes of the arrays this execution produced (aliases of inputs included)."""
+        """Bytes of the arrays this execution output (aliases of inputs included)."""
         return sum(info.bytes for info in self.outputs if info is not None)
 
     def input_node_names(self) -> list[str]:

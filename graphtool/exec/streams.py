@@ -30,7 +30,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from .plan import FED, NORMAL, RECV, SEND, Item, Plan
+from .plan import FED, NORMAL, RECV, Item, Plan
 
 # Stream ids: 0..n-1 are compute streams; COPY_STREAM carries host<->device transfers.
 COPY_STREAM = -1
@@ -53,14 +53,6 @@ class StreamAssignment:
         if stream is None:
             return "host"
         return "copy" if stream == COPY_STREAM else f"compute:{stream}"
-
-    def chains(self) -> dict[int, list[int]]:
-        """Item ids per stream, in plan order (for reports and tests)."""
-        lanes: dict[int, list[int]] = {}
-        for item_id, stream in enumerate(self.stream_of):
-            if stream is not None:
-                lanes.setdefault(stream, []).append(item_id)
-        return lanes
 
 
 def assign_streams(plan: Plan, max_streams: int = DEFAULT_MAX_STREAMS) -> StreamAssignment:
@@ -102,9 +94,10 @@ def _continue_chain(item: Item, sources, stream_of, continued) -> int | None:
 
 def _waits_of(item: Item, sources, stream_of) -> tuple:
     """The streams, other than the item's own, that made any of its inputs (data or control).
-    A _Send has no stream of its own: it waits for its producers' streams before copying out."""
+    Nodes without a stream wait for nothing here: a _Send's copy out (Device.to_host) waits for
+    every compute stream itself."""
     own = stream_of[item.id]
-    if own is None and item.kind != SEND:
+    if own is None:
         return ()
     producers = sources.data[item.id] + sources.control[item.id]
     return tuple(sorted({stream_of[p] for p in producers} - {own, None}))
@@ -196,7 +189,7 @@ class StreamRuntime:
         stream_id = self.assignment.stream_of[item.id]
         stream = self.stream(stream_id)
         waits = self.assignment.waits[item.id]
-        for other in waits[:0]:
+        for other in waits:
             stream.wait(self.stream(other).record())
         with stream.activate():
             outputs = item.kernel(item.ctx, *inputs)
@@ -204,12 +197,6 @@ class StreamRuntime:
         if waits:
             self._retain(stream, inputs)
         return outputs
-
-    def wait_for_producers(self, item: Item, stream) -> None:
-        """Make `stream` (e.g. the copy stream of a _Send) wait for the streams of the item's
-        producers."""
-        for other in self.assignment.waits[item.id]:
-            stream.wait(self.stream(other).record())
 
     def _retain(self, stream, inputs) -> None:
         with self._lock:

@@ -120,16 +120,17 @@ def _describe_key(key: tuple) -> str:
 # --- transfers --------------------------------------------------------------------------------
 
 def _flow_events(stats: StepStats, placed: dict) -> list[dict]:
-    """An arrow from each _Send to the _Recv that received its value. Both ends sit 1 ns before
-    the end of their slice, inside it, so that the start binds to the Send's slice and the end
-    ("bp": "e": the enclosing slice) to the Recv's, and the arrow points from the value leaving
-    to the value arriving."""
+    """An arrow from each _Send to the _Recv that received its value. The start sits at the
+    Send's start, the end 1 ns before the Recv's end: each inside its slice, so the start binds to
+    the Send and the end ("bp": "e": the enclosing slice) to the Recv; and the Send began before
+    the value arrived, so the arrow never points back in time."""
     events = []
     for flow_id, (send, recv) in enumerate(transfer_pairs(stats), start=1):
-        for phase, execution in (("s", send), ("f", recv)):
+        ends = (("s", send, send.start_ns), ("f", recv, max(recv.start_ns, recv.end_ns - 1)))
+        for phase, execution, ts in ends:
             pid, tid = placed[id(execution)]
             event = {"ph": phase, "id": flow_id, "name": _FLOW_NAME, "cat": _FLOW_CATEGORY,
-                     "pid": pid, "tid": tid, "ts": _us(max(execution.start_ns, execution.end_ns - 1))}
+                     "pid": pid, "tid": tid, "ts": _us(ts)}
             if phase == "f":
                 event["bp"] = "e"
             events.append(event)

@@ -42,10 +42,3 @@ def forward_node(builder, op: str, inputs: list[TensorRef], name: str, context=N
         node.add_control_input(control)
     return node
 
-
-def set_node_context(builder, node: Node, context) -> None:
-    """Record that `node`'s outputs belong to builder `context` (None: forget it)."""
-    if context is None:
-        builder._node_context.pop(node, None)
-    else:
-        builder._node_context[node] = context

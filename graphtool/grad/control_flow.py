@@ -8,6 +8,9 @@ entered the cond gets zeros when its branch did not run.
 
 while loops: Enter, Exit and NextIteration are differentiated by the driver as a whole loop
 (see while_loop.py); the Switches and Merges of a loop never reach these functions.
+
+These functions need the cond structure, so they get the driver's DriverGradContext (walk.py):
+`ctx.forward(ref)` for any forward value and `ctx.merge_input_branch(slot)`.
 """
 from __future__ import annotations
 
@@ -15,32 +18,15 @@ import numpy as np
 
 from ..errors import RuntimeFailure
 from ..ir import TensorRef
-from .conds import CondBranch, is_loop_merge, is_loop_switch
+from .conds import is_loop_merge, is_loop_switch
 from .registry import GradContext, gradient, not_differentiable, structural
 
 structural("Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration")
 not_differentiable("LoopCond", "ControlTrigger", "Abort")
 
 
-class DriverGradContext(GradContext):
-    """The GradContext the driver passes: forward values through the current scope (popped from
-    stacks inside backward loops), plus the cond structure the control-flow gradients need."""
-
-    def __init__(self, run, scope, node):
-        super().__init__(run.b, node, scope.forward_value)
-        self.run = run
-        self.scope = scope
-
-    def forward(self, ref: TensorRef) -> TensorRef:
-        """Any forward value, usable in the backward computation."""
-        return self._forward_value(ref)
-
-    def merge_input_branch(self, slot: int) -> CondBranch | None:
-        return self.run.info.conds.merge_input_branch(self.node, slot)
-
-
 @gradient("Switch", "RefSwitch")
-def _switch_grad(ctx: DriverGradContext, grads: list) -> list:
+def _switch_grad(ctx, grads: list) -> list:
     if is_loop_switch(ctx.node):
         raise RuntimeFailure(f"internal error: loop Switch '{ctx.node.name}' reached the per-op gradient")
     if grads[0] is None and grads[1] is None:
@@ -63,7 +49,7 @@ def _zeros_on_port(ctx: GradContext, port: int) -> TensorRef:
 
 
 @gradient("Merge", "RefMerge")
-def _merge_grad(ctx: DriverGradContext, grads: list) -> list:
+def _merge_grad(ctx, grads: list) -> list:
     if is_loop_merge(ctx.node):
         raise RuntimeFailure(f"internal error: loop Merge '{ctx.node.name}' reached the per-op gradient")
     grad = grads[0]

@@ -57,6 +57,10 @@ class GradReport:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def tensors(self, graph: Graph) -> list[TensorRef]:
+        """The gradient tensors, in the order of the xs (to keep building with them)."""
+        return [graph.tensor(entry.name) for entry in self.gradients]
+
 
 def gradient_name(x: str, prefix: str = "grad") -> str:
     """CLI.md: the gradient of x = node:k is PREFIX/node when k = 0, else PREFIX/node_k."""

@@ -13,6 +13,9 @@ FAMILY_MODULES: tuple[str, ...] = (
     "array_index",
     "nn",
     "nn_conv",
+    "control_flow",
+    "tensor_array",
+    "state",
 )
 
 for _module in FAMILY_MODULES:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from ..errors import RuntimeFailure
 from ..ir import Frame, Graph, Node, TensorRef
 from ..ir.frames import ENTER_OPS
 from .conds import CondBranch, CondInfo
@@ -80,8 +81,33 @@ def child_toward(outer: Frame, inner: Frame) -> Frame:
 def between(info: ForwardInfo, y: TensorRef, xs: list[TensorRef]) -> set[Node]:
     """The nodes on a differentiable path from some x to y: reachable from an x through floating
     values and reaching y through floating values (loop back edges included, so every node of a
-    loop body that carries x's influence around the loop is in)."""
-    return _reached_from(info, xs) & _reaching(info, y)
+    loop body that carries x's influence around the loop is in). RuntimeFailure when x also
+    reaches y through a stack (a gradient of a while loop's gradient), which carries no gradient."""
+    reached, reaching = _reached_from(info, xs), _reaching(info, y)
+    _check_no_stack_between(reached, reaching)
+    return reached & reaching
+
+
+def _check_no_stack_between(reached: set[Node], reaching: set[Node]) -> None:
+    """A backward loop pops values its forward loop pushed: if x reaches a push and the pop
+    reaches y, y depends on x through the stack, which no gradient goes through (TensorFlow
+    refuses second-order gradients of while loops for the same reason)."""
+    pushed = {_stack_of(node): node for node in reached if node.op == "StackPushV2"}
+    for node in reaching:
+        if node.op == "StackPopV2" and _stack_of(node) in pushed:
+            raise RuntimeFailure(
+                f"y depends on x through the stack '{_stack_of(node).name}' (pushed by "
+                f"'{pushed[_stack_of(node)].name}', popped by '{node.name}'): gradients of a while "
+                f"loop's gradient are not supported",
+                hint="second derivatives work through conds and loop-free graphs")
+
+
+def _stack_of(node: Node) -> Node:
+    """The StackV2 behind a push's or pop's handle (through Enter and Switch)."""
+    handle = node.inputs[0].node
+    while handle.op != "StackV2" and handle.inputs:
+        handle = handle.inputs[0].node
+    return handle
 
 
 def _reached_from(info: ForwardInfo, xs: list[TensorRef]) -> set[Node]:

@@ -1,9 +1,9 @@
-"""The state family: variables and random numbers carry no gradients through their ops.
+"""The state family: variables carry no gradients through their ops.
 
 A variable's value is differentiated where it is read: pass the read (the VariableV2 output,
 its Identity, or a ReadVariableOp output) as x. Assignments are side effects (TensorFlow's
-state_grad.py declares them not differentiable too), and random draws do not depend
-differentiably on their shape and seed inputs. Resource handles carry no gradients here.
+state_grad.py declares them not differentiable too). Resource handles carry no gradients here.
+The random-number ops of this op family are declared with the array gradients (array.py).
 """
 from __future__ import annotations
 
@@ -13,6 +13,4 @@ not_differentiable(
     "Variable", "VariableV2", "VarHandleOp", "ReadVariableOp", "VarIsInitializedOp",
     "IsVariableInitialized", "Assign", "AssignAdd", "AssignSub", "AssignVariableOp",
     "AssignAddVariableOp", "AssignSubVariableOp",
-    "RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "Multinomial",
-    "StatelessRandomUniform", "StatelessRandomNormal",
 )

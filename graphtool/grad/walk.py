@@ -19,11 +19,30 @@ from ..errors import RuntimeFailure
 from ..ir import Frame, Node, TensorRef
 from ..ir.frames import ENTER_OPS, EXIT_OPS, NEXT_ITERATION_OPS
 from . import registry
-from .conds import is_loop_merge, is_loop_switch
-from .control_flow import DriverGradContext
+from .conds import CondBranch, is_loop_merge, is_loop_switch
 from .forward import ForwardInfo, child_toward, is_ancestor
+from .registry import GradContext
+from .unsupported import NO_GRADIENT
 
 Grads = dict[TensorRef, list[TensorRef]]
+
+
+class DriverGradContext(GradContext):
+    """The GradContext the driver passes: forward values through the current scope (popped from
+    stacks inside backward loops), plus what the control-flow gradients need (any forward value,
+    the cond structure) and the run (its name prefix names TensorArray gradients)."""
+
+    def __init__(self, run: "Backprop", scope, node: Node):
+        super().__init__(run.b, node, scope.forward_value)
+        self.run = run
+
+    def forward(self, ref: TensorRef) -> TensorRef:
+        """Any forward value, usable in the backward computation."""
+        return self._forward_value(ref)
+
+    def merge_input_branch(self, slot: int) -> CondBranch | None:
+        """The branch of the cond this Merge closes that its input `slot` comes from."""
+        return self.run.info.conds.merge_input_branch(self.node, slot)
 
 
 class Backprop:
@@ -94,7 +113,8 @@ class Backprop:
         if function is None:
             raise RuntimeFailure(f"no gradient is registered for op '{node.op}' (node '{node.name}'), "
                                  f"which is on the path from x to y",
-                                 hint="differentiate with respect to a tensor past it, or register a gradient")
+                                 hint=NO_GRADIENT.get(node.op, "differentiate with respect to a tensor past "
+                                                               "it, or register a gradient"))
         with self.grad_scope(node):
             out_grads = [self.take(grads, ref) for ref in outputs]
             in_grads = function(DriverGradContext(self, scope, node), out_grads)
@@ -132,7 +152,7 @@ class _Region:
         self.run = run
         self.frame = frame
         self.units: dict[object, None] = {}
-        for node in run.on_path:
+        for node in sorted(run.on_path, key=run.position.__getitem__):
             unit = self.unit_of(node)
             if unit is not None:
                 self.units[unit] = None

@@ -123,13 +123,15 @@ def split_by_device(graph: Graph) -> dict[str, Graph]:
                                     f"{producer.device} to {consumer.device}",
                                     hint="run dftool partition first")
     whole = to_graphdef(graph)
+    header = GraphDef()            # versions, library, debug info: every part gets them
+    header.CopyFrom(whole)
+    del header.node[:]
     parts: dict[str, GraphDef] = {}
     for node_def in whole.node:
         device = device_of[node_def.name]
         if device not in parts:
             parts[device] = GraphDef()
-            parts[device].CopyFrom(whole)
-            del parts[device].node[:]
+            parts[device].CopyFrom(header)
         added = parts[device].node.add()
         added.CopyFrom(node_def)
         added.device = device
@@ -148,8 +150,7 @@ def _report(graph, labels, transfers, control_edges, skeletons, relocation, comp
     nodes = Counter(n.device for n in graph.nodes)
     sends = Counter(n.device for n in graph.nodes if n.op in ("_Send", "_HostSend"))
     recvs = Counter(n.device for n in graph.nodes if n.op in ("_Recv", "_HostRecv"))
-    frames = {frame: sorted(skeletons.devices_of(frame)) for frame in
-              dict.fromkeys(f for f, _ in skeletons.skeletons)} if skeletons else {}
+    frames = skeletons.by_frame() if skeletons else {}
     per_device = [DevicePartition(device, label, nodes[device], sends[device], recvs[device],
                                   [f for f, held in frames.items() if device in held])
                   for device, label in labels.items()]

@@ -109,8 +109,12 @@ class LoopSkeletons:
         skeleton = self.skeletons.get((frame_name, device))
         return skeleton.recv_anchor if skeleton is not None else None
 
-    def devices_of(self, frame_name: str) -> list[str]:
-        return [device for (frame, device) in self.skeletons if frame == frame_name]
+    def by_frame(self) -> dict[str, list[str]]:
+        """Frame name -> the devices given a skeleton of it (sorted), frames in build order."""
+        found: dict[str, list[str]] = {}
+        for frame, device in self.skeletons:
+            found.setdefault(frame, []).append(device)
+        return {frame: sorted(devices) for frame, devices in found.items()}
 
     # --- the leader -------------------------------------------------------------------------------
     def _add_leader_skeletons(self, spanning: list[Frame]) -> None:

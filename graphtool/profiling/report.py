@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..cost_model import SCHEMA as COST_MODEL_SCHEMA
 from ..device_names import parse_device_name
 from ..exec.step_stats import StepStats
 from .summary import NodeRow, ProfileSummary
 
 PROFILE_SCHEMA = "dftool.profile/1"
-COST_MODEL_SCHEMA = "dftool.cost_model/1"
 DEFAULT_TOP = 10
 
 
@@ -54,7 +54,7 @@ def profile_report(summary: ProfileSummary, *, graph: str, repeat: int, warmup: 
         "loop_iterations": summary.iterations,
         "ops": [{"op": row.op, "nodes": row.nodes, "calls": row.calls, "avg_ms": _ms(row.time_ns),
                  "percent": round(row.percent, 4), "cumulative_percent": round(row.cumulative_percent, 4),
-                 "output_bytes": row.output_bytes} for row in summary.ops],
+                 "allocated_bytes": row.allocated_bytes, "output_bytes": row.output_bytes} for row in summary.ops],
         "nodes": [_node_entry(row) for row in summary.nodes],
         "top_by_time": [row.name for row in summary.top_nodes_by_time(top)],
         "top_by_memory": [row.name for row in summary.top_nodes_by_memory(top)],
@@ -65,8 +65,8 @@ def profile_report(summary: ProfileSummary, *, graph: str, repeat: int, warmup: 
 
 def _node_entry(row: NodeRow) -> dict:
     return {"name": row.name, "op": row.op, "device": row.device, "calls": row.calls,
-            "avg_ms": _ms(row.time_ns), "percent": round(row.percent, 4), "output_bytes": row.output_bytes,
-            "largest_output_bytes": row.largest_output_bytes}
+            "avg_ms": _ms(row.time_ns), "percent": round(row.percent, 4), "allocated_bytes": row.allocated_bytes,
+            "output_bytes": row.output_bytes, "largest_output_bytes": row.largest_output_bytes}
 
 
 def _critical_path_entry(summary: ProfileSummary) -> dict | None:

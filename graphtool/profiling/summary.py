@@ -3,9 +3,11 @@ per device, step times, loop iterations and the critical path of a representativ
 
 Times per op or node are per step (the mean over the steps) and summed over executions: a node
 in a loop body adds every iteration. Percentages are of the summed node time (busy time; with a
-thread pool it can exceed the wall time). "Memory" of an op or node is the bytes of the outputs
-it produced per step, as TensorFlow's benchmark_model reports it; peak memory is the most bytes
-in use at once on a device (step_stats.py says what counts).
+thread pool it can exceed the wall time). Per op or node, `allocated_bytes` are the bytes of the
+buffers it brought into use per step ("memory" in the tables; outputs that only alias an input,
+such as Identity's or Switch's, allocate nothing), and `output_bytes` those of every output it
+produced, aliases included, as TensorFlow's benchmark_model reports them. Peak memory is the most
+bytes in use at once on a device (step_stats.py says what counts).
 """
 from __future__ import annotations
 
@@ -18,13 +20,14 @@ from .critical_path import CriticalPath, critical_path
 
 @dataclass
 class OpRow:
-    """One op type: executions per step, time per step, its share, and output bytes per step."""
+    """One op type: executions per step, time per step, its share, and bytes per step."""
 
     op: str
     nodes: int              # distinct nodes of this type that ran
     calls: float            # executions per step
     time_ns: float          # summed duration per step
     output_bytes: float
+    allocated_bytes: float
     percent: float = 0.0
     cumulative_percent: float = 0.0
 
@@ -39,6 +42,7 @@ class NodeRow:
     calls: float
     time_ns: float
     output_bytes: float
+    allocated_bytes: float
     largest_output_bytes: int
     percent: float = 0.0
 
@@ -83,7 +87,7 @@ class ProfileSummary:
         return self.nodes[:count]
 
     def top_nodes_by_memory(self, count: int) -> list[NodeRow]:
-        return sorted(self.nodes, key=lambda row: (-row.output_bytes, row.name))[:count]
+        return sorted(self.nodes, key=lambda row: (-row.allocated_bytes, -row.output_bytes, row.name))[:count]
 
 
 def summarize(steps: list[StepStats]) -> ProfileSummary:
@@ -120,10 +124,11 @@ def _node_rows(steps: list[StepStats], count: int) -> list[NodeRow]:
             key = (execution.device, execution.name)
             row = rows.get(key)
             if row is None:
-                row = rows[key] = NodeRow(execution.name, execution.op, execution.device, 0, 0, 0, 0)
+                row = rows[key] = NodeRow(execution.name, execution.op, execution.device, 0, 0, 0, 0, 0)
             row.calls += 1
             row.time_ns += execution.duration_ns
             row.output_bytes += execution.output_bytes
+            row.allocated_bytes += execution.allocated_bytes
             row.largest_output_bytes = max([row.largest_output_bytes]
                                            + [i.bytes for i in execution.outputs if i is not None])
     total = sum(row.time_ns for row in rows.values()) or 1
@@ -131,6 +136,7 @@ def _node_rows(steps: list[StepStats], count: int) -> list[NodeRow]:
         row.calls /= count
         row.time_ns /= count
         row.output_bytes /= count
+        row.allocated_bytes /= count
         row.percent = 100.0 * row.time_ns * count / total
     return sorted(rows.values(), key=lambda row: (-row.time_ns, row.name))
 
@@ -138,11 +144,12 @@ def _node_rows(steps: list[StepStats], count: int) -> list[NodeRow]:
 def _op_rows(nodes: list[NodeRow]) -> list[OpRow]:
     rows: dict[str, OpRow] = {}
     for node in nodes:
-        row = rows.setdefault(node.op, OpRow(node.op, 0, 0, 0, 0))
+        row = rows.setdefault(node.op, OpRow(node.op, 0, 0, 0, 0, 0))
         row.nodes += 1
         row.calls += node.calls
         row.time_ns += node.time_ns
         row.output_bytes += node.output_bytes
+        row.allocated_bytes += node.allocated_bytes
         row.percent += node.percent
     ordered = sorted(rows.values(), key=lambda row: (-row.time_ns, row.op))
     running = 0.0

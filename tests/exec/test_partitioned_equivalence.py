@@ -71,7 +71,7 @@ def baseline(case: str, graph: Graph, feeds, fetches) -> list:
 
 def assert_partitioned_run_is_exact(case: str, placed: Graph, graph: Graph, feeds, fetches) -> None:
     partition(placed)
-    result = Session(placed, threads=1).run(fetches, feeds, timeout=60, allow_dead=True)
+    result = Session(placed, threads=1).run(fetches, feeds, timeout=20, allow_dead=True)
     for name, got, want in zip(fetches, result.values, baseline(case, graph, feeds, fetches)):
         assert (got is None) == (want is None), name
         if want is not None:

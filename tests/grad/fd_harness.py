@@ -36,8 +36,9 @@ from graphtool.ops import registry as op_registry
 FLOAT64_TOLERANCE = dict(eps=1e-6, rtol=1e-5, atol=1e-6)
 FLOAT32_TOLERANCE = dict(eps=3e-3, rtol=1e-2, atol=3e-3)
 
-# Families whose gradients the driver builds (frames, stacks, TensorArrays, variables) and checks
-# in its own tests (tests/grad/test_driver*.py): the FD harness cannot express their state.
+# Families whose gradients belong to the driver (control flow frames, stacks, TensorArrays,
+# variables) and are checked by the driver's own tests: a single node run at the root, as this
+# harness does, cannot express their frames and state.
 CHECKED_BY_DRIVER_FAMILIES = frozenset({"control_flow", "tensor_array", "state"})
 
 

@@ -21,6 +21,8 @@ def _decisions(op: str) -> list[str]:
         found.append("not differentiable")
     if op in NO_GRADIENT:
         found.append("documented without gradient")
+    if registry.is_structural(op):
+        found.append("differentiated by the driver (while loops)")
     return found
 
 

@@ -58,6 +58,12 @@ def gradient_name(x: str, prefix: str = PREFIX) -> str:
     return f"{prefix}/{node}" if port == 0 else f"{prefix}/{node}_{port}"
 
 
+def _fetches(case: str) -> list[str]:
+    """y, then the gradient of every x, as dftool names them."""
+    grads = SPECS[case]["gradients"]
+    return [grads["y"]] + [gradient_name(x) for x in grads["xs"]]
+
+
 def _load(case: str, filename: str) -> dict[str, np.ndarray]:
     with np.load(FIXTURES / case / filename) as archive:
         return dict(archive)
@@ -94,17 +100,14 @@ def optimized_gradient_graph(case: str):
     from graphtool.opt.manager import optimize
 
     graph = gradient_graph(case).copy()
-    grads = SPECS[case]["gradients"]
-    fetches = [grads["y"]] + [gradient_name(x) for x in grads["xs"]]
-    optimize(graph, PassContext(fetches=[graph.tensor(name) for name in fetches]))
+    optimize(graph, PassContext(fetches=[graph.tensor(name) for name in _fetches(case)]))
     return graph
 
 
 def _check_run(graph, case, feeds_file, expected_file, grads_file, threads):
     """Run y and every gradient on the run's feeds and compare with TensorFlow's values."""
     grads = SPECS[case]["gradients"]
-    fetches = [grads["y"]] + [gradient_name(x) for x in grads["xs"]]
-    result = Session(graph, threads=threads).run(fetches, _load(case, feeds_file), timeout=60)
+    result = Session(graph, threads=threads).run(_fetches(case), _load(case, feeds_file), timeout=60)
     forward, *gradient_values = result.values
     expected_y = _load(case, expected_file)[grads["y"]]
     np.testing.assert_allclose(forward, expected_y, rtol=RTOL, atol=ATOL_PER_UNIT, err_msg=grads["y"])

@@ -1,0 +1,62 @@
+"""`dftool grad IN OUT --y T [--x T ...] [--prefix grad]`: add a gradient subgraph (see CLI.md)."""
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from graphtool.errors import UsageError
+
+from .common import common_options, console, emit_report, info, load_graph, save_graph, settings
+
+
+def _gradient_table(report) -> Table:
+    table = Table(title=f"gradients of {report.y}", title_justify="left")
+    for column in ("x", "gradient", ""):
+        table.add_column(column)
+    for entry in report.gradients:
+        table.add_row(entry.x, entry.name, "zeros" if entry.zero else "")
+    return table
+
+
+@click.command("grad")
+@click.argument("input_path", metavar="IN")
+@click.argument("output_path", metavar="OUT")
+@click.option("--y", "y", required=True, metavar="T", help="The tensor to differentiate (summed if not scalar).")
+@click.option("--x", "xs", multiple=True, metavar="T",
+              help="A tensor to differentiate with respect to (repeatable). Default: the parameters "
+                   "y depends on: every floating Variable/VariableV2 and every floating Const of "
+                   "rank >= 1 (frozen weights).")
+@click.option("--prefix", default="grad", show_default=True,
+              help="Name prefix of the new nodes: the gradient of x = node:k is PREFIX/node (k = 0) "
+                   "or PREFIX/node_k.")
+@click.option("--text", is_flag=True, help="Write text format on stdout.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout (needs OUT other than '-').")
+@click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
+@common_options
+def command(input_path, output_path, y, xs, prefix, text, as_json, report):
+    """Add the gradient of --y with respect to each --x to IN and write OUT."""
+    from graphtool.grad.driver import add_gradients, default_xs
+
+    if as_json and output_path == "-":
+        raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
+    graph = load_graph(input_path)
+    chosen = list(xs) or default_xs(graph, y)
+    if not chosen:
+        raise UsageError(f"no --x given, and y '{y}' depends on no floating Variable or Const of rank >= 1",
+                         hint="name the tensors to differentiate with respect to with --x")
+    result = add_gradients(graph, y, chosen, prefix)
+    save_graph(graph, output_path, text=text)
+
+    if not settings.quiet:
+        for warning in result.warnings:
+            click.echo(f"warning: {warning}", err=True)
+        if settings.verbose or len(result.gradients) <= 20:
+            console.print(_gradient_table(result))
+        zeros = sum(entry.zero for entry in result.gradients)
+        info(f"{len(result.gradients)} gradient(s) of {result.y}"
+             + (" (--x not given: the parameters y depends on)" if not xs else "")
+             + f", {result.nodes_added} nodes added, {result.loops} backward loop(s), "
+             f"{result.stacks} value(s) saved on stacks, {zeros} zero gradient(s)")
+    if as_json or report:
+        emit_report({"command": "grad", "input": input_path, "output": output_path, **result.to_dict()},
+                    as_json=as_json, report_path=report)

@@ -1,0 +1,169 @@
+"""`dftool profile GRAPH`: run a graph N times after warm-up and report where time and memory go
+(see CLI.md). The numbers come from the executor's step statistics (graphtool/exec/step_stats.py),
+summarized by graphtool/profiling/; this module only renders them."""
+from __future__ import annotations
+
+import json
+import time
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from graphtool import graph_io
+from graphtool.device_names import short_device_name
+from graphtool.exec.trace import write_trace
+from graphtool.profiling import cost_model, profile_report, profile_steps, summarize
+
+from .common import common_options, console, emit_report, info, settings
+from .run_cmd import execution_options, open_session
+
+# A profile that has run this long without finishing gets a progress bar.
+_PROGRESS_AFTER_S = 0.5
+
+
+@click.command("profile")
+@click.argument("graph")
+@execution_options
+@click.option("--repeat", type=click.IntRange(min=1), default=10, show_default=True, metavar="N",
+              help="Measured steps.")
+@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True, metavar="N",
+              help="Steps run first and not measured.")
+@click.option("--trace", metavar="FILE.json",
+              help="Write the timeline of the median step (Chrome trace/Perfetto; .json.gz: gzipped).")
+@click.option("--cost-model-out", metavar="FILE", help="Write measured per-node costs for `place --cost-model`.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, metavar="N",
+              help="Rows in the top-node tables.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report on stdout.")
+@click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
+@common_options
+def command(graph, feed_pairs, feeds_file, fetches, device, threads, timeout, repeat, warmup, trace,
+            cost_model_out, top, as_json, report):
+    """Run GRAPH --repeat times after --warmup steps; report time and memory per op type and per
+    node, peak memory per device, the critical path and loop iterations."""
+    session, feeds, fetch_list = open_session(graph, feed_pairs, feeds_file, fetches, device, threads)
+    with _ProgressBar(warmup + repeat) as progress:
+        # Default fetches on an untaken cond branch are dead, not an error (as in `run`).
+        steps = profile_steps(session, fetch_list, feeds, repeat=repeat, warmup=warmup, timeout=timeout,
+                              allow_dead=not fetches, on_step=progress.advance)
+    summary = summarize(steps)
+    document = profile_report(summary, graph=graph, repeat=repeat, warmup=warmup, top=top)
+    # Files first: if one cannot be written, the error is all that is printed.
+    if trace:
+        write_trace(summary.representative, trace, metadata={"graph": graph, "step": "median of the measured steps"})
+    if cost_model_out:
+        graph_io.write_atomic(cost_model_out, (json.dumps(cost_model(summary), indent=2) + "\n").encode())
+    if as_json or report:
+        emit_report({"command": "profile", **document}, as_json=as_json, report_path=report)
+    if not settings.quiet:
+        render(document, top)
+    for path, what in ((trace, "trace of the median step"), (cost_model_out, "cost model"), (report, "report")):
+        if path:
+            info(f"wrote the {what} to {path}")
+
+
+class _ProgressBar:
+    """A rich progress bar on stderr for profiles that take a while: it appears once the profile
+    has run for _PROGRESS_AFTER_S (short profiles do not flicker), only on a terminal and
+    not with -q (logs and pipes get no control codes)."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.done = 0
+        self.enabled = console.is_terminal and not settings.quiet
+        self.started = time.monotonic()
+        self._progress: Progress | None = None
+
+    def __enter__(self) -> "_ProgressBar":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def advance(self) -> None:
+        self.done += 1
+        if self._progress is None and self.enabled and self.done < self.total \
+                and time.monotonic() - self.started >= _PROGRESS_AFTER_S:
+            self._progress = Progress(TextColumn("profiling"), BarColumn(), MofNCompleteColumn(),
+                                      TimeRemainingColumn(), console=console, transient=True)
+            self._task = self._progress.add_task("steps", total=self.total, completed=self.done)
+            self._progress.start()
+        elif self._progress is not None:
+            self._progress.update(self._task, completed=self.done)
+
+
+# --- tables -----------------------------------------------------------------------------------
+
+def format_bytes(count: float) -> str:
+    """1536 -> '1.5 KiB'."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(count) < 1024 or unit == "GiB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    return f"{count:.1f} GiB"
+
+
+def _table(title: str, columns: list[str], rows: list[list], left: int = 1) -> Table:
+    """A table whose first `left` columns are text and the rest numbers (right-aligned)."""
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for index, column in enumerate(columns):
+        table.add_column(column, justify="left" if index < left else "right", overflow="fold")
+    for row in rows:
+        table.add_row(*(str(cell) for cell in row))
+    return table
+
+
+def _op_table(document: dict) -> Table:
+    return _table("time per op type (per step)", ["op", "nodes", "calls", "avg ms", "%", "cum %", "memory"],
+                  [[o["op"], o["nodes"], f"{o['calls']:g}", f"{o['avg_ms']:.3f}", f"{o['percent']:.1f}",
+                    f"{o['cumulative_percent']:.1f}", format_bytes(o["allocated_bytes"])] for o in document["ops"]])
+
+
+def _node_tables(document: dict, top: int) -> list[Table]:
+    nodes = {n["name"]: n for n in document["nodes"]}
+
+    def row(node):
+        return [node["name"], node["op"], short_device_name(node["device"]), f"{node['calls']:g}",
+                f"{node['avg_ms']:.3f}", f"{node['percent']:.1f}", format_bytes(node["allocated_bytes"])]
+    columns = ["node", "op", "device", "calls", "avg ms", "%", "memory"]
+    return [_table(f"top {top} nodes by time", columns, [row(nodes[n]) for n in document["top_by_time"]], 3),
+            _table(f"top {top} nodes by memory", columns, [row(nodes[n]) for n in document["top_by_memory"]], 3)]
+
+
+def _critical_path_table(document: dict, top: int) -> Table | None:
+    path = document["critical_path"]
+    if not path or not path["nodes"]:
+        return None
+    # The chain in order, but only its `top` largest contributions: loops make it long.
+    largest = sorted(range(len(path["nodes"])), key=lambda i: -path["nodes"][i]["contribution_ms"])[:top]
+    rows = []
+    for index in sorted(largest):
+        node = path["nodes"][index]
+        where = f"{node['frame']}:{node['iteration']}" if node["frame"] else ""
+        rows.append([index + 1, node["name"], node["op"], short_device_name(node["device"]), where,
+                     f"{node['contribution_ms']:.3f}"])
+    title = (f"critical path: {path['length_ms']:.3f} ms of a {path['step_time_ms']:.3f} ms step "
+             f"({100 * path['fraction_of_step']:.0f}%), {len(path['nodes'])} nodes; the {len(rows)} longest")
+    return _table(title, ["#", "node", "op", "device", "loop:iteration", "ms"], rows, 5)
+
+
+def render(document: dict, top: int) -> None:
+    """The human-readable profile on stderr."""
+    times = document["step_time_ms"]
+    console.print(f"{document['graph']}: {document['repeat']} measured step(s) after {document['warmup']} "
+                  f"warm-up; step time mean {times['mean']:.3f} ms, median {times['median']:.3f} ms, "
+                  f"min {times['min']:.3f} ms, max {times['max']:.3f} ms; "
+                  f"{document['nodes_executed']:g} node executions per step", markup=False)
+    tables = [_op_table(document), *_node_tables(document, top),
+              _table("peak memory", ["device", "peak"],
+                     [[short_device_name(d), format_bytes(b)] for d, b in document["memory"]["peak_bytes"].items()])]
+    if document["loop_iterations"]:
+        tables.append(_table("loop iterations", ["frame", "iterations"],
+                             [[frame, count] for frame, count in document["loop_iterations"].items()]))
+    path_table = _critical_path_table(document, top)
+    if path_table is not None:
+        tables.append(path_table)
+    for table in tables:
+        console.print()
+        console.print(table)
