@@ -106,10 +106,6 @@ class CondInfo:
             return self._port[ref]
         return self._node.get(ref.node)
 
-    def of_node(self, node: Node) -> CondBranch | None:
-        """The branch a node runs in (for a Switch: where its input lives, before it branches)."""
-        return self._node.get(node)
-
     def merge_input_branch(self, merge: Node, slot: int) -> CondBranch | None:
         """The branch of the cond a Merge closes that its input `slot` comes from, or None when
         that input is not in a branch the Merge closes (a Merge that is not a cond's)."""

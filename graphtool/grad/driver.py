@@ -29,7 +29,7 @@ from .. import dtypes
 from ..errors import RuntimeFailure, UsageError
 from ..ir import Frame, Graph, TensorRef, parse_tensor_name
 from .building import current_context
-from .forward import ForwardInfo, _reaching, between
+from .forward import ForwardInfo, between, nodes_reaching
 from .walk import Backprop
 from .while_loop import TopScope
 
@@ -77,13 +77,17 @@ def gradients(graph: Graph, y, xs, prefix: str = "grad") -> tuple[Graph, GradRep
 def add_gradients(graph: Graph, y, xs, prefix: str = "grad", *, builder=None) -> GradReport:
     """Add the gradient of `y` (a tensor name or TensorRef; summed if not scalar) with respect to
     each of `xs` to `graph`, in place. Raises UsageError for a missing tensor, a y that is not
-    floating, xs in another frame than y, or gradient names already taken; RuntimeFailure for
-    an op without a registered gradient on a path from an x to y."""
+    floating, xs in another frame than y, or gradient names already taken (before changing
+    anything); RuntimeFailure for an op without a registered gradient on a path from an x to y
+    (the graph may then hold part of the backward nodes: gradients() works on a copy)."""
     prefix = _check_prefix(prefix)
     y_ref = _resolve(graph, y, "y")
     x_refs = list(dict.fromkeys(_resolve(graph, x, "x") for x in xs))
     names = [gradient_name(x.name, prefix) for x in x_refs]
     for x, name in zip(x_refs, names):
+        if names.count(name) > 1:
+            raise UsageError(f"two xs would both have their gradient named '{name}' ('{x.name}' is one)",
+                             hint="differentiate with respect to them in separate calls")
         if name in graph:
             raise UsageError(f"the gradient of '{x.name}' would be named '{name}', which the graph already has",
                              hint="choose another --prefix")
@@ -117,7 +121,7 @@ def default_xs(graph: Graph, y) -> list[str]:
 
     y_ref = _resolve(graph, y, "y")
     info = ForwardInfo(graph, infer_shapes(graph))
-    feeding = _reaching(info, y_ref)
+    feeding = nodes_reaching(info, y_ref)
     root = info.frame_of(y_ref)
     found = []
     for node in graph.nodes:

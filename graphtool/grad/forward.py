@@ -83,7 +83,7 @@ def between(info: ForwardInfo, y: TensorRef, xs: list[TensorRef]) -> set[Node]:
     values and reaching y through floating values (loop back edges included, so every node of a
     loop body that carries x's influence around the loop is in). RuntimeFailure when x also
     reaches y through a stack (a gradient of a while loop's gradient), which carries no gradient."""
-    reached, reaching = _reached_from(info, xs), _reaching(info, y)
+    reached, reaching = nodes_reached_from(info, xs), nodes_reaching(info, y)
     _check_no_stack_between(reached, reaching)
     return reached & reaching
 
@@ -110,7 +110,8 @@ def _stack_of(node: Node) -> Node:
     return handle
 
 
-def _reached_from(info: ForwardInfo, xs: list[TensorRef]) -> set[Node]:
+def nodes_reached_from(info: ForwardInfo, xs: list[TensorRef]) -> set[Node]:
+    """The nodes that read some x through floating values (directly or not)."""
     reached: set[Node] = set()
     queue = deque()
 
@@ -131,7 +132,8 @@ def _reached_from(info: ForwardInfo, xs: list[TensorRef]) -> set[Node]:
     return reached
 
 
-def _reaching(info: ForwardInfo, y: TensorRef) -> set[Node]:
+def nodes_reaching(info: ForwardInfo, y: TensorRef) -> set[Node]:
+    """y's node and every node whose floating outputs y depends on."""
     reaching = {y.node}
     queue = deque([y.node])
     while queue:

@@ -66,15 +66,6 @@ class LoopInfo:
     def parallel_iterations(self) -> int:
         return self.frame.parallel_iterations
 
-    @property
-    def machinery(self) -> set[Node]:
-        """The nodes that make the loop a loop (not the body's computation)."""
-        nodes = {self.loop_cond}
-        for var in self.vars:
-            nodes.update(n for n in (var.merge, var.switch, var.next_iteration, var.exit) if n is not None)
-        nodes.update(self.frame.exits)
-        return nodes
-
 
 def describe_loop(frame: Frame) -> LoopInfo:
     """The LoopInfo of a (non-root) frame; InvalidGraphError for a structure that is not a

@@ -3,7 +3,6 @@ structurally zero gradients, integer paths, naming, devices, second derivatives 
 import numpy as np
 import pytest
 
-from graphtool import dtypes
 from graphtool.builder import GraphBuilder
 from graphtool.errors import RuntimeFailure, UsageError
 from graphtool.exec.session import Session
@@ -60,7 +59,7 @@ def test_y_of_unknown_shape_is_seeded_with_ones_like_it():
 def test_unconnected_x_gets_zeros_and_a_warning():
     b = GraphBuilder()
     x = b.placeholder("float64", [3], name="x")
-    unused = b.placeholder("float64", [2, 2], name="unused")
+    b.placeholder("float64", [2, 2], name="unused")
     _sum(b, b.tanh(x))
     report = add_gradients(b.graph, "y", ["x", "unused"])
     assert [entry.zero for entry in report.gradients] == [False, True]
@@ -147,9 +146,10 @@ def test_default_xs_are_the_parameters():
     bias = b.const(np.zeros(2, np.float32), name="bias")
     unused = b.const(np.ones(2, np.float32), name="unused")
     b.identity(unused, name="other")
-    y = b.mul(b.bias_add(b.matmul(x, w), bias), 2.0, name="y")
-    assert default_xs(b.graph, "y") == ["w", "bias"]
-    assert y.node.name == "y"
+    variable = b.op("VariableV2", [], shape=[2], dtype="float32", name="v")
+    scaled = b.mul(b.bias_add(b.matmul(x, w), bias), 2.0)
+    b.mul(scaled, b.identity(variable), name="y")
+    assert default_xs(b.graph, "y") == ["w", "bias", "v"]
 
 
 # --- errors -----------------------------------------------------------------------------------
@@ -181,6 +181,19 @@ def test_taken_gradient_names_are_a_usage_error(small):
         add_gradients(small, "y", ["x"])
     add_gradients(small, "y", ["x"], prefix="grad2")
     assert "grad2/x" in small
+
+
+def test_repeated_xs_and_clashing_gradient_names():
+    b = GraphBuilder()
+    x = b.placeholder("float64", [4], name="x")
+    a = b.op("Split", [0, x], num_split=2, name="a")
+    a_1 = b.tanh(a[0], name="a_1")
+    _sum(b, b.add(b.mul(a_1, a[1]), a[1]))
+    report = add_gradients(b.graph, "y", ["x", "x:0"])
+    assert [entry.name for entry in report.gradients] == ["grad/x"]
+    with pytest.raises(UsageError, match="both have their gradient named 'g/a_1'"):
+        add_gradients(b.graph, "y", ["a:1", "a_1"], prefix="g")
+    assert not any(node.name.startswith("g/") for node in b.graph.nodes)
 
 
 def test_op_without_gradient_is_a_runtime_failure_naming_op_and_node():
@@ -226,4 +239,3 @@ def test_second_derivative_through_a_while_loop_is_refused():
 def test_bad_prefix_is_a_usage_error(small):
     with pytest.raises(UsageError, match="invalid gradient prefix"):
         add_gradients(small, "y", ["x"], prefix="a b")
-    assert dtypes.float32.is_floating
