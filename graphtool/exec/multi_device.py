@@ -126,7 +126,7 @@ def usable_devices(names: list[str], gpu_double: bool) -> list[str]:
 
 def place_and_partition(graph: Graph, default_device: Device, gpu_double: bool) -> list[str]:
     """Place (soft placement on) and partition `graph` in place, over the devices its nodes name
-    that exist here plus the default device; returns one note per device request that soft
+    that exist here and the default device; returns one note per device request that soft
     placement could not honour. Nodes that name no device (nor does anything they must be
     colocated with) go to the default device, as `dftool run` promises."""
     from ..colocation import colocation_groups
@@ -139,6 +139,8 @@ def place_and_partition(graph: Graph, default_device: Device, gpu_double: bool) 
             for node in group.members:
                 node.device = default
     devices = usable_devices(named_devices(graph, default), gpu_double)
+    if default not in devices:   # somewhere for soft placement to put what asks for no device here
+        devices.append(default)
     report = place(graph, devices, soft_placement=True)
     partition(graph)
     return [f"node '{s.node}': {s.requested} -> {short_device_name(s.chosen)} ({s.why})" for s in report.softened]
@@ -170,10 +172,6 @@ class DevicePart:
         self.name = name
         self.device = device
         self.executor = executor
-
-    @property
-    def short_name(self) -> str:
-        return short_device_name(self.name)
 
 
 class MultiDeviceExecutor:
