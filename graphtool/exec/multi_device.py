@@ -143,7 +143,15 @@ def place_and_partition(graph: Graph, default_device: Device, gpu_double: bool) 
         devices.append(default)
     report = place(graph, devices, soft_placement=True)
     partition(graph)
-    return [f"node '{s.node}': {s.requested} -> {short_device_name(s.chosen)} ({s.why})" for s in report.softened]
+    return [f"node '{s.node}' asked for {_short(s.requested)}, runs on {short_device_name(s.chosen)} ({s.why})"
+            for s in report.softened]
+
+
+def _short(name: str) -> str:
+    """`cpu:1` for a local device name, the name itself for one elsewhere."""
+    parsed = parse_device_name(name).completed()
+    local = (parsed.job, parsed.replica, parsed.task) == (DEFAULT_JOB, 0, 0)
+    return short_device_name(parsed) if local else name
 
 
 def split_per_device(graph: Graph, default: str) -> list[tuple[str, Graph]]:

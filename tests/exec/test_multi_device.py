@@ -218,4 +218,5 @@ def test_gpu_nodes_run_on_the_fake_gpu_when_the_session_asks_for_the_double():
 def test_a_device_that_is_not_here_is_soft_placed_and_said():
     result = Session(unpartitioned_graph("/device:TPU:0"), threads=1).run(["y"], {"x": np.eye(2, dtype=np.float32)})
     assert result.devices == [CPU0]
-    assert result.notes == ["node 'product': /device:TPU:0 -> cpu:0 (no available device matches it (devices: cpu:0))"]
+    assert result.notes == ["node 'product' asked for tpu:0, runs on cpu:0 "
+                            "(no available device matches it (devices: cpu:0))"]
