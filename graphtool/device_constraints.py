@@ -56,9 +56,9 @@ def available_devices(graph: Graph, devices: list[str] | None) -> list[str]:
     None means the devices the graph's nodes name (a partial spec counts as its canonical
     completion, e.g. `/device:GPU:*` as GPU:0) plus cpu:0."""
     if devices is None:
-        named = [requested_device(node) for node in graph.nodes]
-        wanted = {canonical_device_name(str(name)) for name in named if name is not None
-                  and name.type in (None, *PLACEABLE_TYPES)}
+        named = {spec.completed() for node in graph.nodes if (spec := requested_device(node)) is not None}
+        # Only devices that can exist here: local ones of a known type (others get softened).
+        wanted = {name.to_string() for name in named if name.type in PLACEABLE_TYPES and matches(LOCAL, name)}
         wanted.add(canonical_device_name("cpu:0"))
     else:
         if not devices:

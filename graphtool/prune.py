@@ -106,9 +106,8 @@ def prune(graph: Graph, fetches: list[str], feeds: Iterable[str] = (),
     """The minimal subgraph computing `fetches` (tensor names, or `^node` / an output-less node
     name for a node that must run) given `feeds`; the input graph is not changed.
 
-    >>> pruned, report = prune(graph, ["loss"], feeds=["hidden:0"])   # doctest: +SKIP
-    >>> report.feeds[0].node                                           # doctest: +SKIP
-    'hidden'
+        pruned, report = prune(graph, ["loss"], feeds=["hidden:0", "split:1"])
+        [feed.node for feed in report.feeds]     # ['hidden', 'split_1']
     """
     if not fetches:
         raise UsageError("prune needs at least one --fetch")
@@ -125,20 +124,20 @@ def prune(graph: Graph, fetches: list[str], feeds: Iterable[str] = (),
 
     shapes = infer_shapes(graph)
     builder = _PrunedGraphBuilder(graph, keep, shapes, call_frame)
-    feed_inputs = [builder.add_feed(index, ref, _uses_feed(ref, keep)) for index, ref in enumerate(feed_refs)]
+    for index, ref in enumerate(feed_refs):
+        builder.add_feed(index, ref)
     builder.remove_unneeded()
     builder.name_feeds()
     fetch_names = {given: given.lstrip("^") if ref is None else builder.fetch_name(index, ref)
                    for index, (given, ref) in enumerate(zip(fetches, fetch_refs))}
-    pruned = builder.graph
-    pruned.verify()
+    builder.graph.verify()
     added = set(builder.added)
-    report = PruneReport(len(graph), [n.name for n in pruned.nodes if n not in added],
+    report = PruneReport(len(graph), [n.name for n in builder.graph.nodes if n not in added],
                          [n.name for n in graph.nodes if n.name not in builder.keep_names],
-                         [n.name for n in pruned.nodes if n in added],
-                         [builder.describe(feed, used) for feed, used in feed_inputs], fetch_names,
+                         [n.name for n in builder.graph.nodes if n in added],
+                         [builder.describe(ref, _uses_feed(ref, keep)) for ref in feed_refs], fetch_names,
                          sorted(loop.name for loop in loops), call_frame)
-    return pruned, report
+    return builder.graph, report
 
 
 def _uses_feed(ref: TensorRef, keep: set[Node]) -> bool:
@@ -248,18 +247,18 @@ class _PrunedGraphBuilder:
         self.feed_nodes: dict[TensorRef, Node] = {}   # original ref -> node in the copy
         self.added: list[Node] = []                     # nodes made here (feeds, _Retvals)
 
-    def add_feed(self, index: int, ref: TensorRef, used: bool) -> tuple[TensorRef, bool]:
+    def add_feed(self, index: int, ref: TensorRef) -> None:
+        """Make the node standing for fed tensor `ref` (the index-th feed) and rewire its users."""
         original = self.graph.node(ref.node.name)
         if ref.node.op in PLACEHOLDER_OPS and not self.call_frame:
             self.keep_names.add(original.name)   # already what a feed becomes
             self.feed_nodes[ref] = original
-            return ref, used
+            return
         node = self._new_feed_node(index, ref, original.device)
         self.graph.replace_all_uses_with(TensorRef(original, ref.index), node.output(0))
         if ref.node.op in PLACEHOLDER_OPS:
             self.graph.move_control_uses(original, node)
         self.feed_nodes[ref] = node
-        return ref, used
 
     def _new_feed_node(self, index: int, ref: TensorRef, device: str) -> Node:
         dtype = self.shapes.dtype(ref).base

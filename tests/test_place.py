@@ -92,9 +92,11 @@ def test_default_devices_are_the_named_ones_plus_cpu0():
     graph = mlp_graph()
     graph.node("dense/matmul").device = "/device:GPU:1"
     graph.node("out/matmul").device = "/device:CPU:*"
+    graph.node("logits").device = "/job:worker/device:CPU:3"   # not a device here: softened
     report = place(graph)
     assert report.devices == [CPU0, GPU1]
     assert devices_of(graph, "dense/matmul", "out/matmul") == [GPU1, CPU0]
+    assert [s.node for s in report.softened] == ["logits"]
 
 
 def test_a_node_goes_only_where_its_op_has_a_kernel(monkeypatch):
