@@ -19,6 +19,7 @@ first use), so the step itself stays close to its untraced speed.
 """
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 from time import perf_counter_ns
@@ -69,38 +70,36 @@ class MemoryTracker:
         self._on_release = self._released           # one bound method for every reference
 
     def outputs_seen(self, outputs, now: int) -> tuple:
-        """(dtype, shape, nbytes) of each output (None for non-arrays); counts new buffers
-        (their bytes are left in `allocated`)."""
-        self.allocated = 0
+        """(dtype, shape) of each output (None for values that are not arrays); counts the
+        buffers not counted yet and leaves their bytes in `allocated`. Called for every
+        execution, so it is written for speed: one pass, no helper calls."""
+        allocated = 0
         infos = []
         refs = self._refs
         for value in outputs:
-            nbytes = getattr(value, "nbytes", None)
-            if nbytes is None:
+            try:
+                info, base = (value.dtype, value.shape), value.base
+            except AttributeError:      # a dead marker, a resource handle
                 infos.append(None)
                 continue
-            infos.append((value.dtype, value.shape, nbytes))
+            infos.append(info)
             owner = value
-            base = value.base
             while base is not None and hasattr(base, "nbytes"):   # a view: count its owner
-                owner, base = base, base.base
+                owner, base = base, getattr(base, "base", None)
             known = refs.get(id(owner))
-            if known is None or known() is None:
-                self._count(owner, now)
+            if known is not None and known() is not None:
+                continue
+            nbytes = owner.nbytes
+            try:
+                ref = _BufferRef(owner, self._on_release)
+            except TypeError:           # not weakly referenceable (numpy scalars): not tracked
+                continue
+            ref.nbytes = nbytes
+            refs[id(owner)] = ref
+            self.deltas.append((now, nbytes))
+            allocated += nbytes
+        self.allocated = allocated
         return tuple(infos)
-
-    def _count(self, owner, now: int) -> None:
-        nbytes = owner.nbytes
-        if not nbytes:
-            return
-        try:
-            ref = _BufferRef(owner, self._on_release)
-        except TypeError:   # not weakly referenceable
-            return
-        ref.nbytes = nbytes
-        self._refs[id(owner)] = ref
-        self.deltas.append((now, nbytes))
-        self.allocated += nbytes
 
     def _released(self, ref: _BufferRef) -> None:
         self.deltas.append((perf_counter_ns(), -ref.nbytes))
@@ -133,7 +132,7 @@ class TracedStep(_Step):
         self._step_stats = stats
         self._scheduler = threading.get_ident()
         self._inline_start: int | None = None
-        self._starts: dict[int, int] = {}        # id(tagged) -> start of a control/transfer node
+        self._starts: dict[int, int] = {}        # id(tagged) -> when a _Recv began to wait
         self._raw: list[tuple] = []
         self._memory = MemoryTracker()
 
@@ -156,22 +155,29 @@ class TracedStep(_Step):
         return outputs
 
     def _process(self, tagged) -> None:
-        self._starts[id(tagged)] = perf_counter_ns()
+        # Control-flow and transfer nodes finish within _process, except a _Recv, which finishes
+        # when its value arrives: its start is kept by node instance.
+        if tagged[0].kind == RECV:
+            self._starts[id(tagged)] = perf_counter_ns()
+        else:
+            self._inline_start = perf_counter_ns()
         _Step._process(self, tagged)
+        self._inline_start = None   # not left to the next node if this one failed
 
     def _finish(self, tagged, outputs, is_dead: bool) -> None:
         end = perf_counter_ns()
-        start, self._inline_start = self._inline_start, None
-        begun = self._starts.pop(id(tagged), None) if self._starts else None
+        start = self._inline_start
         thread = self._scheduler
-        if start is None:
+        if start is not None:
+            self._inline_start = None
+        else:
             span = getattr(outputs, "span", None)
-            if span is not None:
+            if span is not None:                 # a kernel that ran on a pool thread
                 start, end, thread = span
-            else:
-                start = end if begun is None else begun
-                if tagged[0].kind == RECV:
-                    thread = _RENDEZVOUS_THREAD
+            elif tagged[0].kind == RECV:
+                start, thread = self._starts.pop(id(tagged), end), _RENDEZVOUS_THREAD
+            else:                                # a dead node: it ran nothing
+                start = end
         if is_dead:
             infos, allocated = (), 0
         else:
@@ -239,9 +245,17 @@ def _input_names(node) -> tuple[str, ...]:
 
 
 def _tensor_infos(infos: tuple) -> tuple:
-    return tuple(None if info is None else TensorInfo(info[0].name if hasattr(info[0], "name") else str(info[0]),
-                                                      tuple(int(d) for d in info[1]), int(info[2]))
-                 for info in infos)
+    """Raw (dtype, shape) pairs -> TensorInfos (bytes = elements x item size, as numpy counts)."""
+    result = []
+    for info in infos:
+        if info is None:
+            result.append(None)
+            continue
+        dtype, shape = info
+        dims = tuple(int(d) for d in shape)
+        itemsize = getattr(dtype, "itemsize", 0)
+        result.append(TensorInfo(getattr(dtype, "name", str(dtype)), dims, math.prod(dims) * itemsize))
+    return tuple(result)
 
 
 def _rendezvous_key(item, frame, it) -> tuple | None:

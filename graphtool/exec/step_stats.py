@@ -49,8 +49,8 @@ class NodeExecution:
 
     `frame`/`iteration` locate it in its while loop ("" and 0 in the root frame); `frame_id` tells
     apart the instances of one frame on one device (an inner loop runs once per outer iteration).
-    `lane` is the thread that ran the kernel ("scheduler" for inline nodes, "worker N" for the
-    thread pool). `rendezvous` is the rendezvous key of a _Send/_Recv: (send_device, recv_device,
+    `lane` is the thread that ran it: "scheduler" for nodes run inline by the executor's
+    scheduling thread, the thread's name for the thread pool, "rendezvous" for a _Recv's wait. `rendezvous` is the rendezvous key of a _Send/_Recv: (send_device, recv_device,
     tensor_name, ((frame, iteration), ...)), the same on both sides of one transfer.
     `allocated_bytes` counts the buffers its outputs brought into use (not those of outputs that
     alias an input or a buffer already counted). A dead execution (on an untaken cond branch) ran

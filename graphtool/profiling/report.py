@@ -20,13 +20,14 @@ DEFAULT_TOP = 10
 def profile_steps(session, fetches: list[str], feeds: dict, *, repeat: int, warmup: int,
                   timeout: float | None = None, allow_dead: bool = False,
                   on_step: Callable[[], None] | None = None) -> list[StepStats]:
-    """Run `warmup` untraced steps (caches, the thread pool, BLAS warm up), then `repeat` traced
-    ones; returns their StepStats. `on_step` is called after every step (progress bars)."""
+    """Run `warmup` steps (caches, the thread pool, BLAS and the recorder itself warm up), then
+    `repeat` measured ones; returns the measured steps' StepStats. Every step is traced, so the
+    first measured one does not pay for warming up the recording. `on_step` is called after
+    every step (progress bars)."""
     steps = []
     for index in range(warmup + repeat):
-        traced = index >= warmup
-        result = session.run(fetches, feeds, timeout=timeout, allow_dead=allow_dead, trace=traced)
-        if traced:
+        result = session.run(fetches, feeds, timeout=timeout, allow_dead=allow_dead, trace=True)
+        if index >= warmup:
             steps.append(result.step_stats)
         if on_step is not None:
             on_step()

@@ -16,7 +16,7 @@ from graphtool.ops.registry import register
 # A test-only op whose kernel sleeps (releasing the GIL like BLAS does) and logs when it ran.
 SLEEP_LOG: list[tuple[str, float, float]] = []
 register("TestSleep", inputs=["x: T"], outputs=["y: T"], attrs=["T: type", "seconds: float"],
-         shape=unchanged, family="core")
+         shape=unchanged, family="test")
 
 
 @kernel("TestSleep", expensive=True)
