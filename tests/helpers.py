@@ -20,6 +20,9 @@ from graphtool.proto import GraphDef
 from graphtool.proto.node_def_pb2 import NodeDef
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "tf"
+# The full-name prefix of local devices: PREFIX + "CPU:1".
+DEVICE_PREFIX = "/job:localhost/replica:0/task:0/device:"
 F32 = dtypes.float32
 
 
@@ -136,3 +139,10 @@ def write_graph(graph: Graph | GraphDef, path) -> str:
 def serialize(graph: Graph | GraphDef, text: bool = False) -> bytes:
     proto = to_graphdef(graph) if isinstance(graph, Graph) else graph
     return graph_io.serialize_graphdef(proto, text)
+
+
+def load_graph(path) -> Graph:
+    """The graph in a .pb/.pbtxt file (parsed and verified)."""
+    from graphtool.ir import from_graphdef
+
+    return from_graphdef(graph_io.load_graphdef(str(path)), str(path))

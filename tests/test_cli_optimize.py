@@ -9,18 +9,13 @@ import pytest
 
 from graphtool import dtypes, graph_io
 from graphtool.builder import GraphBuilder
-from graphtool.ir import from_graphdef
 from graphtool.opt.base import PassResult, registered_passes
 from graphtool.opt.manager import pass_order
 
-from .helpers import REPO_ROOT, error_line, run_dftool
+from .helpers import FIXTURES, error_line, load_graph, run_dftool
 
-FIXTURES = REPO_ROOT / "tests" / "fixtures" / "tf"
 MLP = FIXTURES / "mlp_frozen"
 
-
-def load(path):
-    return from_graphdef(graph_io.load_graphdef(str(path)), str(path))
 
 
 def case_spec(case):
@@ -56,8 +51,8 @@ def test_optimize_writes_a_valid_graph_that_computes_the_same(case, tmp_path):
     fetch_args = [arg for fetch in spec["fetches"] for arg in ("--fetch", fetch)]
     code, _, stderr = run_dftool("optimize", FIXTURES / case / "graph.pb", out, *fetch_args)
     assert code == 0, stderr
-    optimized = load(out)  # parses and verifies
-    assert len(optimized) <= len(load(FIXTURES / case / "graph.pb"))
+    optimized = load_graph(out)  # parses and verifies
+    assert len(optimized) <= len(load_graph(FIXTURES / case / "graph.pb"))
     for fetch in spec["fetches"]:
         optimized.tensor(fetch)  # fetched tensors keep their names
     results = tmp_path / "results.npz"
@@ -71,7 +66,7 @@ def test_default_fetches_are_the_graph_outputs(tmp_path):
     out = tmp_path / "opt.pb"
     code, _, stderr = run_dftool("optimize", MLP / "graph.pb", out)
     assert code == 0, stderr
-    optimized = load(out)
+    optimized = load_graph(out)
     for fetch in case_spec("mlp_frozen")["fetches"]:
         optimized.tensor(fetch)
 
@@ -91,7 +86,7 @@ def test_reads_the_graph_from_stdin(tmp_path):
     out = tmp_path / "opt.pb"
     code, _, stderr = run_dftool("optimize", "-", out, input=(MLP / "graph.pb").read_bytes())
     assert code == 0, stderr
-    assert load(out).tensor("probs:0")
+    assert load_graph(out).tensor("probs:0")
 
 
 def test_text_on_stdout_and_by_file_name(tmp_path):
@@ -119,7 +114,7 @@ def test_unused_nodes_go_and_kept_nodes_stay(wasteful_graph, tmp_path):
     out = tmp_path / "opt.pb"
     code, _, stderr = run_dftool("optimize", wasteful_graph, out, "--fetch", "out", "--keep", "debug")
     assert code == 0, stderr
-    optimized = load(out)
+    optimized = load_graph(out)
     assert "out" in optimized and "debug" in optimized and "x" in optimized
     assert "waste1" not in optimized and "waste2" not in optimized
 
@@ -146,7 +141,7 @@ def test_dump_dir_writes_the_graph_after_each_changing_pass(wasteful_graph, tmp_
     assert any(f.name.endswith("_dce.pbtxt") for f in files), [f.name for f in files]
     for path in files:
         assert path.stem.split("_", 1)[1] in pass_order(), path.name
-        load(path)  # every dump is a valid graph
+        load_graph(path)  # every dump is a valid graph
 
 
 @pytest.mark.parametrize("case", ["mlp_frozen", "convnet_frozen", "cond", "while_loop"])
@@ -166,7 +161,7 @@ def test_report_has_counts_before_and_after_and_every_pass_run(tmp_path):
     assert code == 0, stderr
     data = json.loads(report.read_text())
     assert data["schema_version"] >= 1 and data["command"] == "optimize"
-    original, optimized = load(MLP / "graph.pb"), load(out)
+    original, optimized = load_graph(MLP / "graph.pb"), load_graph(out)
     assert data["nodes"] == {"before": len(original), "after": len(optimized)}
     assert set(data["edges"]) == {"before", "after"}
     assert data["edges"]["before"] == sum(len(n.inputs) + len(n.control_inputs) for n in original.nodes)
@@ -183,7 +178,7 @@ def test_report_has_counts_before_and_after_and_every_pass_run(tmp_path):
 def test_json_on_stdout(tmp_path):
     code, stdout, stderr = run_dftool("optimize", MLP / "graph.pb", tmp_path / "o.pb", "--json")
     assert code == 0, stderr
-    assert json.loads(stdout)["nodes"]["before"] == len(load(MLP / "graph.pb"))
+    assert json.loads(stdout)["nodes"]["before"] == len(load_graph(MLP / "graph.pb"))
 
 
 # --- usage errors (exit 2) ----------------------------------------------------------------------

@@ -4,17 +4,7 @@ import json
 
 import numpy as np
 
-from graphtool import graph_io
-from graphtool.ir import from_graphdef
-
-from .helpers import REPO_ROOT, error_line, mlp_graph, run_dftool, write_graph
-
-FIXTURES = REPO_ROOT / "tests" / "fixtures" / "tf"
-PREFIX = "/job:localhost/replica:0/task:0/device:"
-
-
-def load(path):
-    return from_graphdef(graph_io.load_graphdef(str(path)), str(path))
+from .helpers import DEVICE_PREFIX, FIXTURES, error_line, load_graph, mlp_graph, run_dftool, write_graph
 
 
 def placed_mlp(tmp_path) -> str:
@@ -45,13 +35,13 @@ def test_output_table_split_dir_and_text(tmp_path):
     code, _, stderr = run_dftool("partition", source, out, "--split-dir", split)
     assert code == 0, stderr
     assert "cpu_0" in stderr and "cpu_1" in stderr and f"wrote {split / 'cpu_0.pb'}" in stderr
-    whole = load(out)
+    whole = load_graph(out)
     assert {n.op for n in whole.nodes} >= {"_Send", "_Recv"}
     assert sorted(p.name for p in split.iterdir()) == ["cpu_0.pb", "cpu_1.pb"]
     for index in (0, 1):
-        part = load(split / f"cpu_{index}.pb")
-        assert {n.device for n in part.nodes} == {f"{PREFIX}CPU:{index}"}
-    assert len(load(split / "cpu_0.pb")) + len(load(split / "cpu_1.pb")) == len(whole)
+        part = load_graph(split / f"cpu_{index}.pb")
+        assert {n.device for n in part.nodes} == {f"{DEVICE_PREFIX}CPU:{index}"}
+    assert len(load_graph(split / "cpu_0.pb")) + len(load_graph(split / "cpu_1.pb")) == len(whole)
     code, text, _ = run_dftool("partition", source, "-", "--text", "-q")
     assert code == 0 and 'op: "_Recv"' in text
 
@@ -68,7 +58,7 @@ def test_json_report_and_compression(tmp_path):
     assert report["sends"] == report["recvs"] == 1 and report["compress"] == "bf16"
     (transfer,) = report["transfers"]
     assert transfer["carries"] == "dense/matmul" and transfer["dtype"] == "bfloat16"
-    assert transfer["from"] == PREFIX + "CPU:0" and transfer["to"] == PREFIX + "CPU:1"
+    assert transfer["from"] == DEVICE_PREFIX + "CPU:0" and transfer["to"] == DEVICE_PREFIX + "CPU:1"
     assert report["bytes"]["transfers_of_unknown_size"] == 1   # the batch dimension is unknown
     assert [d["label"] for d in report["devices"]] == ["cpu_0", "cpu_1"]
     assert "bf16" in stderr

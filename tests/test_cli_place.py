@@ -4,18 +4,9 @@ import json
 
 import numpy as np
 
-from graphtool import graph_io
 from graphtool.builder import GraphBuilder
-from graphtool.ir import from_graphdef
 
-from .helpers import REPO_ROOT, error_line, mlp_graph, run_dftool, write_graph
-
-FIXTURES = REPO_ROOT / "tests" / "fixtures" / "tf"
-PREFIX = "/job:localhost/replica:0/task:0/device:"
-
-
-def load(path):
-    return from_graphdef(graph_io.load_graphdef(str(path)), str(path))
+from .helpers import DEVICE_PREFIX, FIXTURES, error_line, load_graph, mlp_graph, run_dftool, write_graph
 
 
 def matmul_graph(path) -> str:
@@ -31,7 +22,7 @@ def test_placed_fixture_runs_and_matches_tensorflow(tmp_path):
     code, _, stderr = run_dftool("place", case / "graph.pb", out, "--devices", "cpu:0,cpu:1")
     assert code == 0, stderr
     assert "placement" in stderr and "cpu:1" in stderr and "estimated cost" in stderr
-    assert {n.device for n in load(out).nodes} <= {PREFIX + "CPU:0", PREFIX + "CPU:1"}
+    assert {n.device for n in load_graph(out).nodes} <= {DEVICE_PREFIX + "CPU:0", DEVICE_PREFIX + "CPU:1"}
     fetches = json.loads((case / "case.json").read_text())["fetches"]
     code, _, stderr = run_dftool("run", out, "--feeds", case / "feeds.npz", "--expect", case / "expected.npz",
                                  "--rtol", "1e-4", *[arg for fetch in fetches for arg in ("--fetch", fetch)])
@@ -66,7 +57,7 @@ def test_explain_and_json_report(tmp_path):
     assert report == json.loads(report_path.read_text())
     assert report["schema"] == "dftool.place/1" and report["command"] == "place"
     big = next(n for n in report["nodes"] if n["name"] == "big")
-    assert big["device"] == PREFIX + "GPU:0" and {c["device"] for c in big["candidates"]} == {"cpu:0", "gpu:0"}
+    assert big["device"] == DEVICE_PREFIX + "GPU:0" and {c["device"] for c in big["candidates"]} == {"cpu:0", "gpu:0"}
 
 
 def test_cost_model_changes_the_decision(tmp_path):
@@ -76,7 +67,7 @@ def test_cost_model_changes_the_decision(tmp_path):
     out = tmp_path / "o.pb"
     code, _, stderr = run_dftool("place", source, out, "--devices", "cpu:0,gpu:0", "--cost-model", costs, "-q")
     assert code == 0 and stderr == ""
-    assert load(out).node("big").device == PREFIX + "CPU:0"
+    assert load_graph(out).node("big").device == DEVICE_PREFIX + "CPU:0"
 
 
 def test_errors_have_their_exit_codes_and_leave_out_untouched(tmp_path):

@@ -7,9 +7,7 @@ import numpy as np
 from graphtool import dtypes, graph_io
 from graphtool.ir import Graph, from_graphdef
 
-from .helpers import REPO_ROOT, const, error_line, op, placeholder, run_dftool, while_loop, write_graph
-
-FIXTURES = REPO_ROOT / "tests" / "fixtures" / "tf"
+from .helpers import FIXTURES, const, error_line, op, placeholder, run_dftool, while_loop, write_graph
 
 
 def split_graph(path) -> str:

@@ -23,7 +23,6 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -33,16 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from graphtool import dtypes  # noqa: E402
 from graphtool.builder import GraphBuilder  # noqa: E402
 from graphtool.exec.session import Session  # noqa: E402
-
-
-def best_of(fn, repeat: int) -> float:
-    fn()  # warm-up (plan compilation, caches)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from tests.bench.timing import best_of  # noqa: E402
 
 
 def bench_chains(repeat):

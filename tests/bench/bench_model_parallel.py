@@ -42,21 +42,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from graphtool.exec.kernels import registry  # noqa: E402
 from graphtool.exec.session import Session  # noqa: E402
 from sample_graphs.model_parallel import stacked_rnn  # noqa: E402
+from tests.bench.timing import best_of  # noqa: E402
 
 FETCHES = ["final_state", "top_sum"]
 PARALLEL_ITERATIONS = (1, 8, 32)
 LAYOUTS = ("loop state on CPU:0 (paper)", "state per device", "one device")
 LAYER_KERNELS = ("MatMul", "Tanh")
-
-
-def best_of(fn, repeat: int) -> float:
-    fn()  # warm-up: placement, partitioning, plan compilation
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 @contextmanager

@@ -7,7 +7,6 @@ feeds and at batch 256. Prints a table (not a pass/fail test).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
