@@ -3,7 +3,6 @@ answers, and on real runs), summaries over steps, the versioned report and the m
 model that `place` reads."""
 import json
 
-import numpy as np
 import pytest
 
 from graphtool.cost_model import CostModel
