@@ -102,11 +102,15 @@ def add_gradients(graph: Graph, y, xs, prefix: str = "grad", *, builder=None) ->
     run = Backprop(builder, info, between(info, y_ref, x_refs), prefix)
     run.top = TopScope(frame, _top_context(builder, frame, y_ref))
     before = len(graph)
+    forward_nodes = set(graph.nodes)
     report = GradReport(y_ref.name, prefix)
     arrived = run.backprop_region(frame, run.top, {y_ref: [_seed(run, y_ref)]})
     for x, name in zip(x_refs, names):
         report.gradients.append(_emit(run, arrived, y_ref, x, name, report))
-    _check_result(graph, complete=current_context(builder) is None)
+    complete = current_context(builder) is None
+    if complete:
+        _drop_unused_backward_nodes(graph, forward_nodes, [graph.node(e.name) for e in report.gradients])
+    _check_result(graph, complete=complete)
     report.nodes_added = len(graph) - before
     report.loops, report.stacks = run.loops, run.stacks
     return report
@@ -177,6 +181,24 @@ def _top_context(builder, frame: Frame, y: TensorRef):
         raise UsageError(f"y '{y.name}' is inside {_describe(frame)}",
                          hint="take gradients inside a loop body with builder= the GraphBuilder building it")
     return context
+
+
+def _drop_unused_backward_nodes(graph: Graph, forward_nodes: set, results: list) -> None:
+    """Remove backward nodes no gradient asked for needs: a gradient function returns a gradient
+    for every input (MatMul's for its data input too), and those for tensors that are not xs
+    would otherwise dangle as extra graph outputs. Stateful nodes (stack pushes in the forward
+    loop) and nodes the forward graph now depends on stay, with everything they need."""
+    from ..ops import registry
+    from ..prune import needed_nodes
+
+    added = [node for node in graph.nodes if node not in forward_nodes]
+    roots = list(results)
+    for node in added:
+        spec = registry.lookup(node.op)
+        if (spec is not None and spec.stateful) or any(user in forward_nodes for user in node.consumers()):
+            roots.append(node)
+    needed = needed_nodes(graph, roots)
+    graph.remove_nodes(node for node in added if node not in needed)
 
 
 def _check_result(graph: Graph, complete: bool) -> None:

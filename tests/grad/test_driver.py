@@ -239,3 +239,17 @@ def test_second_derivative_through_a_while_loop_is_refused():
 def test_bad_prefix_is_a_usage_error(small):
     with pytest.raises(UsageError, match="invalid gradient prefix"):
         add_gradients(small, "y", ["x"], prefix="a b")
+
+
+def test_gradients_nobody_asked_for_are_not_left_in_the_graph():
+    """MatMul's gradient function also builds the gradient of its data input; asked only for the
+    weights, the graph's outputs are the forward output and the requested gradients."""
+    from graphtool.inspect import graph_outputs
+
+    b = GraphBuilder()
+    x = b.placeholder("float64", [2, 3], name="x")
+    w = b.const(np.ones((3, 4)), name="w")
+    hidden = b.tanh(b.matmul(x, w, name="mm"), name="hidden")
+    loss = _sum(b, b.matmul(hidden, b.const(np.ones((4, 1)), name="v")), axes=[0, 1], name="loss")
+    grad_graph, _ = gradients(b.graph, loss.name, ["w"])
+    assert sorted(node.name for node in graph_outputs(grad_graph)) == ["grad/w", "loss"]
