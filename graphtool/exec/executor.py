@@ -143,11 +143,17 @@ class Executor:
             self.last_stats = step.stats
 
 
-def _traced_step(executor: Executor, stats, *args) -> "_Step":
-    """A step that records into `stats` (step_recorder.py subclasses _Step)."""
-    from .step_recorder import TracedStep
+_TRACED_STEP: type | None = None   # step_recorder.TracedStep, imported on first use
 
-    step = TracedStep(executor, *args)
+
+def _traced_step(executor: Executor, stats, *args) -> "_Step":
+    """A step that records into `stats` (step_recorder.py subclasses _Step, so it is imported
+    here, once: an import statement per step costs microseconds)."""
+    global _TRACED_STEP
+    if _TRACED_STEP is None:
+        from .step_recorder import TracedStep
+        _TRACED_STEP = TracedStep
+    step = _TRACED_STEP(executor, *args)
     step.start_recording(stats)
     return step
 

@@ -1,21 +1,37 @@
 """Recording step statistics inside the executor (see step_stats.py for what is recorded).
 
 `Executor.run(..., stats=StepStats())` runs the step as a `TracedStep`: the executor's own step
-with four methods wrapped. An untraced step is the plain `_Step`, so statistics cost nothing when
-they are off (not even a flag tested per node).
+with a few methods overridden. An untraced step is the plain `_Step`, so statistics cost nothing
+when they are off (not even a flag tested per node).
 
-- `_compute` (every kernel) times the kernel. Inline on the scheduling thread, `_finish` follows
-  at once, so it only notes the start. On a pool thread it returns the outputs as a
-  `TimedOutputs`, a tuple carrying when and on which thread the kernel ran, which the executor
-  hands on unchanged to `_finish`: the timing travels with the value, with no table for pool
-  threads to race on.
+Recording is on the executor's hot path, so a node execution costs as few Python calls as
+possible (about one per overridden method) and everything that can wait for the end of the step
+does (see `_hand_over`):
+
+- `_compute` (a kernel run inline by the scheduling thread; `_finish` follows at once) only
+  notes when the kernel started.
+- `_compute_async` (a kernel on a pool thread) returns the outputs as a `TimedOutputs`, a tuple
+  carrying when and on which thread the kernel ran, which the executor hands on unchanged to
+  `_finish`: the timing travels with the value, with no table for pool threads to race on.
 - `_process` (control-flow and transfer nodes) notes when the node started: for a `_Recv` that is
   when it began to wait for its value.
-- `_finish` (every executed node, on the scheduling thread) appends one raw record and lets the
-  MemoryTracker see new buffers.
+- `_finish` (every executed node, on the scheduling thread) appends one flat raw record: its
+  times, its outputs' (dtype, shape) and the bytes of the buffers it brought into use.
 
-The raw records become NodeExecutions only when somebody reads them (DeviceStats builds them on
-first use), so the step itself stays close to its untraced speed.
+Memory: a buffer counts from the moment the first output backed by it is produced until it is
+garbage: CPython frees an array the moment its last reference goes, and the executor drops its
+references as soon as the last consumer has taken its inputs. A weak reference per buffer sees
+that moment; its callback is the raw list's own `append` (no Python frame runs), so a release
+lands in the records between the last execution before it and the first one after it, and it
+is timed by the latter's `_finish` clock (the executor drops inputs when it picks up the next
+node, before that node's kernel allocates). A view or an alias (Identity, Reshape, Switch) is
+backed by its input's buffer (numpy and cupy keep `.base` pointing at the owner) and adds
+nothing. Buffers alive when the step ends (constants and variables the plan keeps, feeds,
+fetched results) stay counted to the end. Values that cannot be weakly referenced (numpy
+scalars, a few bytes each) are not tracked.
+
+The raw records become NodeExecutions and a memory timeline only when somebody reads them
+(DeviceStats builds them on first use), so the step itself stays close to its untraced speed.
 """
 from __future__ import annotations
 
@@ -36,6 +52,11 @@ _RENDEZVOUS_THREAD = -1
 _STATIC_FACTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # Executor -> {item id: facts}
 
 
+# The executor's own methods, called without an attribute lookup per node.
+_step_compute, _step_process, _step_finish = _Step._compute, _Step._process, _Step._finish
+_NOT_AN_ARRAY = (None, None)    # the (dtype, shape) recorded for a dead marker or a handle
+
+
 class TimedOutputs(tuple):
     """A kernel's outputs plus `span` = (start_ns, end_ns, thread ident) of the kernel call."""
 
@@ -43,75 +64,15 @@ class TimedOutputs(tuple):
 
 
 class _BufferRef(weakref.ref):
-    """A weak reference to a counted buffer; its callback needs the size to release."""
+    """A weak reference to a counted buffer. Its callback appends it to the raw records when the
+    buffer is freed; it carries the size to release."""
 
     __slots__ = ("nbytes",)
 
 
-class MemoryTracker:
-    """Bytes in use on one device during one step.
-
-    A buffer counts from the moment the first output backed by it is produced until it is
-    garbage: CPython frees an array the moment its last reference goes, and the executor drops
-    its references as soon as the last consumer has taken its inputs; a weak reference's callback
-    sees that moment. A view or an alias (Identity, Reshape, Switch) is backed by its input's
-    buffer (numpy and cupy keep `.base` pointing at the owner) and adds nothing. Buffers alive
-    when the step ends (constants and variables the plan keeps, feeds, fetched results) stay
-    counted to the end. Values that cannot be weakly referenced (numpy scalars, a few bytes
-    each) are not tracked.
-
-    Releases happen on whichever thread drops a value, so events are (time, +bytes/-bytes)
-    appended to a list (atomic in CPython) and summed only when the step is over."""
-
-    def __init__(self):
-        self.deltas: list[tuple[int, int]] = []
-        self.allocated = 0                          # bytes the last outputs_seen brought into use
-        self._refs: dict[int, _BufferRef] = {}      # id(owner) -> its weak reference
-        self._on_release = self._released           # one bound method for every reference
-
-    def outputs_seen(self, outputs, now: int) -> tuple:
-        """(dtype, shape) of each output (None for values that are not arrays); counts the
-        buffers not counted yet and leaves their bytes in `allocated`. Called for every
-        execution, so it is written for speed: one pass, no helper calls."""
-        allocated = 0
-        infos = []
-        refs = self._refs
-        for value in outputs:
-            try:
-                info, base = (value.dtype, value.shape), value.base
-            except AttributeError:      # a dead marker, a resource handle
-                infos.append(None)
-                continue
-            infos.append(info)
-            owner = value
-            while base is not None and hasattr(base, "nbytes"):   # a view: count its owner
-                owner, base = base, getattr(base, "base", None)
-            known = refs.get(id(owner))
-            if known is not None and known() is not None:
-                continue
-            nbytes = owner.nbytes
-            try:
-                ref = _BufferRef(owner, self._on_release)
-            except TypeError:           # not weakly referenceable (numpy scalars): not tracked
-                continue
-            ref.nbytes = nbytes
-            refs[id(owner)] = ref
-            self.deltas.append((now, nbytes))
-            allocated += nbytes
-        self.allocated = allocated
-        return tuple(infos)
-
-    def _released(self, ref: _BufferRef) -> None:
-        self.deltas.append((perf_counter_ns(), -ref.nbytes))
-
-    def close(self) -> list[tuple[int, int]]:
-        """Stop watching (releases after the step are not this step's); the raw deltas."""
-        self._refs.clear()      # references that die never call back
-        return self.deltas
-
-
 def memory_timeline(deltas: list[tuple[int, int]], origin_ns: int) -> list[tuple[int, int]]:
-    """(+/- bytes) events -> (time since origin, bytes in use after it), in time order."""
+    """(+/- bytes) events -> (time since origin, bytes in use after it), in time order (a
+    release before an allocation at the same time)."""
     in_use, timeline = 0, []
     for t, delta in sorted(deltas):
         in_use += delta
@@ -133,8 +94,11 @@ class TracedStep(_Step):
         self._scheduler = threading.get_ident()
         self._inline_start: int | None = None
         self._starts: dict[int, int] = {}        # id(tagged) -> when a _Recv began to wait
-        self._raw: list[tuple] = []
-        self._memory = MemoryTracker()
+        # Raw records (tuples, see _finish) and released buffers (_BufferRefs), in the order
+        # they happened: `_append` is also the callback of every buffer's weak reference.
+        self._raw: list = []
+        self._append = self._raw.append
+        self._buffers: dict[int, _BufferRef] = {}   # id(owner) -> the weak reference counting it
 
     def run(self) -> list:
         try:
@@ -142,17 +106,21 @@ class TracedStep(_Step):
         finally:
             self._hand_over()
 
-    # --- the wrapped executor methods ---------------------------------------------------------
+    # --- the overridden executor methods ------------------------------------------------------
     def _compute(self, item, inputs):
+        # Only the scheduling thread calls this (pool threads go through _compute_async).
+        self._inline_start = perf_counter_ns()
+        return _step_compute(self, item, inputs)
+
+    def _compute_async(self, tagged, inputs) -> None:
         start = perf_counter_ns()
-        outputs = _Step._compute(self, item, inputs)
-        thread = threading.get_ident()
-        if thread == self._scheduler:
-            self._inline_start = start
-            return outputs
-        outputs = TimedOutputs(outputs)
-        outputs.span = (start, perf_counter_ns(), thread)
-        return outputs
+        try:
+            outputs = TimedOutputs(_step_compute(self, tagged[0], inputs))
+        except BaseException as exc:  # reported by the scheduling thread
+            self.completions.put((tagged, None, self._kernel_error(tagged[0], inputs, exc)))
+            return
+        outputs.span = (start, perf_counter_ns(), threading.get_ident())
+        self.completions.put((tagged, outputs, None))
 
     def _process(self, tagged) -> None:
         # Control-flow and transfer nodes finish within _process, except a _Recv, which finishes
@@ -161,44 +129,94 @@ class TracedStep(_Step):
             self._starts[id(tagged)] = perf_counter_ns()
         else:
             self._inline_start = perf_counter_ns()
-        _Step._process(self, tagged)
+        _step_process(self, tagged)
         self._inline_start = None   # not left to the next node if this one failed
 
     def _finish(self, tagged, outputs, is_dead: bool) -> None:
-        end = perf_counter_ns()
+        # Appends one flat record: (tagged, start, end, now, thread, is_dead, allocated bytes,
+        # dtype, shape, dtype, shape, ...) with None, None for an output that is not an array.
+        now = perf_counter_ns()
         start = self._inline_start
-        thread = self._scheduler
         if start is not None:
             self._inline_start = None
+            end, thread = now, self._scheduler
         else:
-            span = getattr(outputs, "span", None)
-            if span is not None:                 # a kernel that ran on a pool thread
-                start, end, thread = span
-            elif tagged[0].kind == RECV:
-                start, thread = self._starts.pop(id(tagged), end), _RENDEZVOUS_THREAD
-            else:                                # a dead node: it ran nothing
-                start = end
+            start, end, thread = self._untimed_span(tagged, outputs, now)
         if is_dead:
-            infos, allocated = (), 0
-        else:
-            infos, allocated = self._memory.outputs_seen(outputs, end), self._memory.allocated
-        self._raw.append((tagged, start, end, thread, infos, is_dead, allocated))
-        _Step._finish(self, tagged, outputs, is_dead)
+            self._append((tagged, start, end, now, thread, True, 0))
+            _step_finish(self, tagged, outputs, is_dead)
+            return
+        # The outputs' dtypes and shapes, and the buffers not counted yet: inline, in one pass,
+        # because this runs for every execution.
+        infos, allocated, buffers = [], 0, self._buffers
+        for value in outputs:
+            try:
+                base = value.base
+            except AttributeError:              # a dead marker, a resource handle
+                infos += _NOT_AN_ARRAY
+                continue
+            infos += (value.dtype, value.shape)
+            owner = value
+            while base is not None and hasattr(base, "nbytes"):   # a view: count its owner
+                owner, base = base, getattr(base, "base", None)
+            key = id(owner)
+            known = buffers.get(key)
+            if known is not None and known() is not None:
+                continue
+            try:
+                ref = _BufferRef(owner, self._append)
+            except TypeError:                   # not weakly referenceable (numpy scalars)
+                continue
+            ref.nbytes = nbytes = owner.nbytes
+            buffers[key] = ref
+            allocated += nbytes
+        self._append((tagged, start, end, now, thread, False, allocated, *infos))
+        _step_finish(self, tagged, outputs, is_dead)
+
+    def _untimed_span(self, tagged, outputs, now: int) -> tuple[int, int, int]:
+        """(start, end, thread) of an execution the scheduling thread did not time inline."""
+        span = getattr(outputs, "span", None)
+        if span is not None:                    # a kernel that ran on a pool thread
+            return span
+        if tagged[0].kind == RECV:              # a _Recv: from when it began to wait
+            return self._starts.pop(id(tagged), now), now, _RENDEZVOUS_THREAD
+        return now, now, self._scheduler        # a dead node: it ran nothing
 
     # --- after the step -----------------------------------------------------------------------
     def _hand_over(self) -> None:
-        """Give the device's stats the raw records, to be built into NodeExecutions on demand."""
-        raw, deltas = self._raw, self._memory.close()
+        """Give the device's stats the raw records, to be built into NodeExecutions on demand
+        (everything that can wait does: this runs inside the step's time)."""
+        self._buffers.clear()   # stop watching: references that die never call back
+        raw, closed, scheduler, static = self._raw, perf_counter_ns(), self._scheduler, self._static
         origin, device = self._step_stats.origin_ns, self.plan.device.name
-        lanes = _LaneNames(self._scheduler, list(dict.fromkeys(record[3] for record in raw)))
-        static = self._static
 
         def build():
-            return (_executions(raw, origin, device, lanes, static), memory_timeline(deltas, origin),
-                    lanes.used())
+            records = [entry for entry in raw if type(entry) is tuple]
+            lanes = _LaneNames(scheduler, list(dict.fromkeys(record[4] for record in records)))
+            return (_executions(records, origin, device, lanes, static),
+                    memory_timeline(_memory_deltas(raw, closed), origin), lanes.used())
 
         # self.stats is the executor's own tally, which counts loop iterations.
         self._step_stats.device(device).add_recording(build, self.stats.iterations)
+
+
+def _memory_deltas(raw: list, closed: int) -> list[tuple[int, int]]:
+    """(time, +/- bytes) events from the raw records: each record's allocation when its kernel
+    ended; each release at the `_finish` clock of the first record after it (or when the step
+    was closed). The executor drops a node's inputs when it picks up the next node, so that
+    clock follows the release within microseconds."""
+    deltas, released = [], []
+    for entry in raw:
+        if type(entry) is not tuple:
+            released.append(entry.nbytes)
+            continue
+        now, allocated = entry[3], entry[6]
+        deltas.extend((now, -nbytes) for nbytes in released)
+        released.clear()
+        if allocated:
+            deltas.append((entry[2], allocated))
+    deltas.extend((closed, -nbytes) for nbytes in released)
+    return deltas
 
 
 class _LaneNames:
@@ -222,11 +240,13 @@ class _LaneNames:
         return list(dict.fromkeys([SCHEDULER_LANE] + [self.name(t) for t in self._threads]))
 
 
-def _executions(raw: list[tuple], origin: int, device: str, lanes: _LaneNames, static: dict) -> list[NodeExecution]:
+def _executions(records: list[tuple], origin: int, device: str, lanes: _LaneNames, static: dict) -> list[NodeExecution]:
     frame_ids: dict[int, int] = {}
     infos_cache: dict[tuple, tuple] = {}
     executions = []
-    for (item, frame, it), start, end, thread, infos, is_dead, allocated in raw:
+    for record in records:
+        (item, frame, it), start, end, _, thread, is_dead, allocated = record[:7]
+        infos = record[7:]
         facts = static.get(item.id)
         if facts is None:
             facts = static[item.id] = (item.name, item.node.op, _input_names(item.node))
@@ -245,13 +265,13 @@ def _input_names(node) -> tuple[str, ...]:
 
 
 def _tensor_infos(infos: tuple) -> tuple:
-    """Raw (dtype, shape) pairs -> TensorInfos (bytes = elements x item size, as numpy counts)."""
+    """Raw dtype, shape, dtype, shape, ... -> TensorInfos (bytes = elements x item size, as numpy
+    counts); None for an output that is not an array."""
     result = []
-    for info in infos:
-        if info is None:
+    for dtype, shape in zip(infos[::2], infos[1::2]):
+        if shape is None:
             result.append(None)
             continue
-        dtype, shape = info
         dims = tuple(int(d) for d in shape)
         itemsize = getattr(dtype, "itemsize", 0)
         result.append(TensorInfo(getattr(dtype, "name", str(dtype)), dims, math.prod(dims) * itemsize))

@@ -15,7 +15,7 @@ Times are integer nanoseconds of `time.perf_counter_ns()` relative to `StepStats
 clock is process-wide, so executions on different devices (executors on other threads) share it;
 `StepStats.merge` re-bases stats recorded against another origin.
 
-Memory (see step_recorder.MemoryTracker) counts the buffers behind node outputs: a buffer is
+Memory (see step_recorder.py for how it is watched) counts the buffers behind node outputs: a buffer is
 allocated when the first output backed by it is produced and released when the last reference to
 it goes away (the executor drops input slots as soon as their consumer runs). A view or an alias
 (Identity, Reshape, a Switch passing its input on) shares its input's buffer and adds nothing.

@@ -134,6 +134,18 @@ def test_peak_memory_of_an_mlp_is_the_sum_of_live_buffers(batch):
     assert [t for t, _ in device.memory] == sorted(t for t, _ in device.memory)
 
 
+def test_a_release_is_timed_by_the_next_finish_and_comes_before_its_allocation():
+    # Raw records are (tagged, start, end, now, thread, dead, allocated, ...); a freed buffer's
+    # weak reference lands between them. A release after the last record counts at the close.
+    class Freed:
+        def __init__(self, nbytes):
+            self.nbytes = nbytes
+
+    raw = [(None, 0, 10, 10, 0, False, 8), Freed(8), (None, 12, 20, 20, 0, False, 4), Freed(4)]
+    deltas = step_recorder._memory_deltas(raw, 30)
+    assert step_recorder.memory_timeline(deltas, 0) == [(10, 8), (20, 0), (20, 4), (30, 0)]
+
+
 def test_aliases_and_views_allocate_nothing():
     b = GraphBuilder()
     big = b.const(np.ones((64, 64), np.float32), name="big")
