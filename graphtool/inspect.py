@@ -17,7 +17,8 @@ from .ir import Graph, Node, TensorRef
 from .shape_inference import ShapeResult, infer_shapes
 from .shapes import Shape
 
-PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
+# _Arg: the inputs of a `dftool prune --call-frame` graph, fed by name like Placeholders.
+PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault", "_Arg"})
 CONST_OPS = frozenset({"Const", "HostConst"})
 VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp"})
 UNPLACED = "(unplaced)"
@@ -125,8 +126,12 @@ def _attr_or(node: Node, name: str, fallback):
 
 
 def _input_entry(node: Node) -> dict:
-    dtype = _attr_or(node, "dtype", dtypes.INVALID)
-    shape = Shape.of(_attr_or(node, "shape", Shape.unknown()))
+    if node.op == "_Arg":   # _Arg keeps its dtype in T and its shape in _output_shapes
+        dtype = _attr_or(node, "T", dtypes.INVALID)
+        shape = Shape.of((_attr_or(node, "_output_shapes", None) or [Shape.unknown()])[0])
+    else:
+        dtype = _attr_or(node, "dtype", dtypes.INVALID)
+        shape = Shape.of(_attr_or(node, "shape", Shape.unknown()))
     return {"name": node.name, "op": node.op, "dtype": str(dtype), "shape": shape_to_json(shape),
             "optional": node.op == "PlaceholderWithDefault", "used": node.has_users}
 

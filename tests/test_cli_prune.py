@@ -57,6 +57,11 @@ def test_call_frame_graph_runs_its_retvals_by_default(tmp_path):
     assert list(results.files) == ["_retval_b_0_0", "_retval_a_0_1"]
     np.testing.assert_array_equal(results["_retval_b_0_0"], -x[:, 3:])
     np.testing.assert_allclose(results["_retval_a_0_1"], np.tanh(x[:, :3]), rtol=1e-6)
+    code, stdout, stderr = run_dftool("inspect", out, "--json")
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    assert [(i["name"], i["op"], i["dtype"]) for i in report["inputs"]] == [("x", "_Arg", "float32")]
+    assert "--feed x=" in report["run_command"]
 
 
 def test_json_report_and_loops_kept_whole(tmp_path):
