@@ -4,6 +4,7 @@ order of floating-point operations, so np.array_equal), for every TensorFlow fix
 graph; and so does a random placement honouring the placer's colocation groups (hypothesis),
 loops included."""
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -99,7 +100,9 @@ def random_placement(graph: Graph, draw) -> Graph:
     return placed
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The same 40 placements every CI run (as test_fuzz.py does); FUZZ_RANDOM=1 explores new ones.
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          derandomize="FUZZ_RANDOM" not in os.environ)
 @given(case=st.sampled_from(RANDOM_CASES), data=st.data())
 def test_random_placements_run_exactly_like_one_device(case, data):
     graph, feeds, fetches = load_case(case)
