@@ -14,11 +14,12 @@ from collections import Counter, deque
 from . import dtypes
 from .errors import DftoolError
 from .ir import Graph, Node, TensorRef
+from .ops.core import FED_INPUT_OPS
 from .shape_inference import ShapeResult, infer_shapes
 from .shapes import Shape
 
-# _Arg: the inputs of a `dftool prune --call-frame` graph, fed by name like Placeholders.
-PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault", "_Arg"})
+# Graph inputs: what the caller feeds, plus PlaceholderWithDefault (optional: it has a value).
+PLACEHOLDER_OPS = FED_INPUT_OPS | {"PlaceholderWithDefault"}
 CONST_OPS = frozenset({"Const", "HostConst"})
 VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp"})
 UNPLACED = "(unplaced)"

@@ -33,7 +33,7 @@ from . import dtypes
 from .errors import InvalidGraphError, UsageError
 from .ir import Graph, Node, TensorRef, parse_tensor_name
 
-PLACEHOLDER_OPS = ("Placeholder", "PlaceholderV2")
+from .ops.core import FED_INPUT_OPS
 # Attr naming the original tensor a prune feed node stands for (underscore attrs are allowed on
 # any op by TensorFlow and ignored by it).
 FED_TENSOR_ATTR = "_fed_tensor"
@@ -141,7 +141,7 @@ def prune(graph: Graph, fetches: list[str], feeds: Iterable[str] = (),
 
 
 def _uses_feed(ref: TensorRef, keep: set[Node]) -> bool:
-    placeholder_control = ref.node.op in PLACEHOLDER_OPS and any(c in keep for c in ref.node.control_uses)
+    placeholder_control = ref.node.op in FED_INPUT_OPS and any(c in keep for c in ref.node.control_uses)
     return placeholder_control or any(consumer in keep for consumer, _ in ref.node.uses(ref.index))
 
 
@@ -217,7 +217,7 @@ def _outermost(frame):
 def _reachable(starts: list[Node], fed: set[TensorRef], loops: _LoopIndex) -> tuple[set[Node], set]:
     """Reverse reachability cut at fed tensors (and at control edges from fed Placeholders), closed
     under "a needed node keeps its whole outermost loop"."""
-    fed_placeholders = {ref.node for ref in fed if ref.node.op in PLACEHOLDER_OPS}
+    fed_placeholders = {ref.node for ref in fed if ref.node.op in FED_INPUT_OPS}
     needed: set[Node] = set()
     kept_loops: set = set()
     stack = list(starts)
@@ -250,13 +250,13 @@ class _PrunedGraphBuilder:
     def add_feed(self, index: int, ref: TensorRef) -> None:
         """Make the node standing for fed tensor `ref` (the index-th feed) and rewire its users."""
         original = self.graph.node(ref.node.name)
-        if ref.node.op in PLACEHOLDER_OPS and not self.call_frame:
+        if ref.node.op in FED_INPUT_OPS and not self.call_frame:
             self.keep_names.add(original.name)   # already what a feed becomes
             self.feed_nodes[ref] = original
             return
         node = self._new_feed_node(index, ref, original.device)
         self.graph.replace_all_uses_with(TensorRef(original, ref.index), node.output(0))
-        if ref.node.op in PLACEHOLDER_OPS:
+        if ref.node.op in FED_INPUT_OPS:
             self.graph.move_control_uses(original, node)
         self.feed_nodes[ref] = node
 

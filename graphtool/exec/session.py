@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import UsageError
 from ..ir import Graph, TensorRef, parse_tensor_name
+from ..ops.core import FED_INPUT_OPS
 from ..prune import fed_tensor_aliases, needed_nodes, retval_names
 from ..shape_inference import infer_shapes
 from ..shapes import Shape
@@ -23,8 +24,6 @@ from .plan import compile_plan
 from .resources import SessionResources, StepResources
 from .step_stats import StepStats
 
-# _Arg: the inputs of a `dftool prune --call-frame` graph, fed like Placeholders.
-PLACEHOLDER_OPS = ("Placeholder", "PlaceholderV2", "_Arg")
 
 
 @dataclass
@@ -70,8 +69,9 @@ class Session:
     def default_fetches(self) -> list[str]:
         from ..inspect import graph_outputs
 
-        if retval_names(self.graph):   # a call-frame graph returns its _Retvals, in index order
-            return retval_names(self.graph)
+        retvals = retval_names(self.graph)
+        if retvals:   # a call-frame graph returns its _Retvals, in index order
+            return retvals
         return [ref.name for node in graph_outputs(self.graph) for ref in node.outputs]
 
     # --- running ----------------------------------------------------------------------------------
@@ -116,7 +116,7 @@ class Session:
             needed = with_peer_sends(self.graph, needed, fed_nodes)
         fed_nodes &= needed
         for node in needed:
-            if node.op in PLACEHOLDER_OPS and node not in fed_nodes:
+            if node.op in FED_INPUT_OPS and node not in fed_nodes:
                 raise UsageError(f"missing feed for placeholder '{node.name}' "
                                  f"({self._describe(node.output(0))})",
                                  hint=f"pass --feed {node.name}=FILE.npy or put '{node.name}' in --feeds")
@@ -152,7 +152,7 @@ class Session:
         if want is not dtypes.INVALID and want.numpy is not None:
             array = _cast_feed(array, want, name)
         shape = self._shapes.shape(ref)
-        declared = ref.node.attr("shape", None) if ref.node.op in PLACEHOLDER_OPS else None  # _Arg has none
+        declared = ref.node.attr("shape", None) if ref.node.op in FED_INPUT_OPS else None  # _Arg has none
         if declared is not None:
             shape = shape.merge(declared) if shape.is_compatible_with(declared) else shape
         if not shape.is_compatible_with(Shape(array.shape)):

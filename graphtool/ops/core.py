@@ -1,8 +1,6 @@
 """Sources, identities and call-frame ops: Const, Placeholder, Identity, NoOp, _Arg, _Retval, ..."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..shapes import Shape
 from .inference import InferenceContext, no_outputs, unchanged
 from .registry import register
@@ -60,6 +58,10 @@ register("NoOp", shape=no_outputs)
 # Assert fails the step when condition is false; frozen graphs keep it (dynamic_rnn adds one).
 register("Assert", inputs=["condition: bool", "data: T"], attrs=["T: list(type) >= 1", "summarize: int = 3"],
          shape=no_outputs, stateful=True)
+
+# Ops whose value the caller supplies at run time: Placeholders, and the _Args of a call-frame
+# graph (fed by node name). The session, prune and inspect all read this one list.
+FED_INPUT_OPS = frozenset({"Placeholder", "PlaceholderV2", "_Arg"})
 
 # Call-frame ops: prune --call-frame turns feeds into _Arg and fetches into _Retval.
 def _arg_shape(ctx: InferenceContext) -> Shape:

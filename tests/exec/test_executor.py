@@ -98,9 +98,9 @@ def test_fetching_a_dead_branch_is_an_error():
         run(b, ["only_if_true"], {"p": np.array(False)})
 
 
-def test_a_value_from_a_loop_on_an_untaken_branch_is_dead():
-    """A loop entered only with dead values never runs: what leaves it is dead (TensorFlow's
-    semantics), so a value computed from it outside the cond is dead too, not awaited forever."""
+def _loop_in_a_cond_branch():
+    """A builder with a while loop inside the true branch of a cond on placeholder `p`, and the
+    loop's output (taken from inside the branch, which the builder itself would not let out)."""
     b = GraphBuilder()
     p = b.placeholder(dtypes.bool_, [], name="p")
     captured = {}
@@ -111,8 +111,15 @@ def test_a_value_from_a_loop_on_an_untaken_branch_is_dead():
         return [i]
 
     b.cond(p, with_loop, lambda: [b.const(-1)])
+    return b, captured["i"]
+
+
+def test_a_value_from_a_loop_on_an_untaken_branch_is_dead():
+    """A loop entered only with dead values never runs: what leaves it is dead (TensorFlow's
+    semantics), so a value computed from it outside the cond is dead too, not awaited forever."""
+    b, loop_output = _loop_in_a_cond_branch()
     # The builder refuses such an edge (as TensorFlow does), so wire it through the IR directly.
-    b.graph.add_node("AddV2", "needs_loop", inputs=[captured["i"], captured["i"]], attrs={"T": dtypes.int32})
+    b.graph.add_node("AddV2", "needs_loop", inputs=[loop_output, loop_output], attrs={"T": dtypes.int32})
     with pytest.raises(RuntimeFailure, match="'needs_loop:0' is dead"):
         run(b, ["needs_loop"], {"p": np.array(False)})
     assert run(b, ["needs_loop"], {"p": np.array(True)}).values[0] == 6
@@ -223,17 +230,8 @@ def test_ctrl_c_stops_a_run_cleanly(tmp_path):
 def test_a_merge_of_dead_loop_outputs_is_dead():
     """Both inputs of `never` come from a loop inside the untaken branch: both arrive dead, so the
     Merge is dead (every input dead), not waiting."""
-    b = GraphBuilder()
-    p = b.placeholder(dtypes.bool_, [], name="p")
-    captured = {}
-
-    def with_loop():
-        (i,) = b.while_loop(lambda i: b.less(i, 3), lambda i: [b.add(i, 1)], [b.const(0)], name="loop")
-        captured["i"] = i
-        return [i]
-
-    b.cond(p, with_loop, lambda: [b.const(-1)])
-    b.graph.add_node("Merge", "never", inputs=[captured["i"], captured["i"]], attrs={"T": dtypes.int32, "N": 2})
+    b, loop_output = _loop_in_a_cond_branch()
+    b.graph.add_node("Merge", "never", inputs=[loop_output, loop_output], attrs={"T": dtypes.int32, "N": 2})
     with pytest.raises(RuntimeFailure, match="'never:0' is dead"):
         run(b, ["never"], {"p": np.array(False)})
 
