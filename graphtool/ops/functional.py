@@ -10,7 +10,7 @@ function bodies from the input shapes (graphtool/functions/shapes.py), else unkn
 from __future__ import annotations
 
 from ..shapes import Shape
-from .inference import InferenceContext, relax, unknown_outputs
+from .inference import InferenceContext, relax, scalar, unknown_outputs
 from .registry import register
 
 
@@ -115,3 +115,7 @@ register("StatefulPartitionedCall", inputs=["args: Tin"], outputs=["output: Tout
 register("SymbolicGradient", inputs=["input: Tin"], outputs=["output: Tout"],
          attrs=["Tin: list(type) >= 1", "Tout: list(type) >= 1", "f: func"],
          shape=_symbolic_gradient_shapes)
+
+# What lowering puts before a Switch on a non-bool predicate: scalars are true when non-zero
+# (strings: non-empty), other tensors when they have elements.
+register("ToBool", inputs=["input: T"], outputs=["output: bool"], attrs=["T: type"], shape=scalar)
