@@ -30,11 +30,14 @@ class InlinedBody:
 
 
 def inline_body(host: Graph, body: FunctionBody, inputs: list[TensorRef], controls: list[Node],
-                scope: str, device: str = "") -> InlinedBody:
-    """Copy `body` (already lowered: no functional ops left) into `host`; see the module docstring."""
+                scope: str, device: str = "", anchor: Node | None = None) -> InlinedBody:
+    """Copy `body` (already lowered: no functional ops left) into `host`; see the module docstring.
+    `anchor`, when given, is what input-less body nodes depend on instead of the input NoOp (a
+    cond's pivot, a loop's iteration pivot: alive exactly when the body runs, waiting for no
+    input the node does not read)."""
     if len(inputs) != len(body.args):
         raise ValueError(f"function '{body.name}' takes {len(body.args)} input(s), given {len(inputs)}")
-    result = InlinedBody()
+    result = InlinedBody(anchor=anchor)
     mapping: dict[Node, Node] = {}
     for arg, ref in zip(body.args, inputs):
         identity = host.add_node("Identity", host.unique_name(f"{scope}/{arg.name}"), inputs=[ref],
@@ -57,17 +60,22 @@ def inline_body(host: Graph, body: FunctionBody, inputs: list[TensorRef], contro
         for control in node.control_inputs:
             new.add_control_input(mapping[control])
         if not node.inputs and not node.control_inputs and (result.inputs or controls):
-            new.add_control_input(_anchor(host, result, controls, scope, device))
+            new.add_control_input(_anchor(host, body, result, controls, scope, device))
     result.outputs = [TensorRef(mapping[r.inputs[0].node], r.inputs[0].index) for r in body.retvals]
     result.control_outputs = [mapping[n] for n in body.control_outputs]
     return result
 
 
-def _anchor(host: Graph, result: InlinedBody, controls: list[Node], scope: str, device: str) -> Node:
+def _anchor(host: Graph, body: FunctionBody, result: InlinedBody, controls: list[Node], scope: str,
+            device: str) -> Node:
+    """The NoOp input-less body nodes wait for: the inputs the body reads (all of them if it reads
+    none) and the control inputs."""
     if result.anchor is None:
-        if not result.inputs and len(controls) == 1:
-            result.anchor = controls[0]
+        used = [identity for arg, identity in zip(body.args, result.inputs) if arg.has_users]
+        waits = [*(used or result.inputs), *controls]
+        if len(waits) == 1:
+            result.anchor = waits[0]
         else:
             result.anchor = host.add_node("NoOp", host.unique_name(f"{scope}/input_control_node"),
-                                          control_inputs=[*result.inputs, *controls], device=device)
+                                          control_inputs=waits, device=device)
     return result.anchor

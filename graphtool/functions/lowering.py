@@ -129,11 +129,11 @@ class _Context:
         func = node.attr(attr_name)
         return self.body(func.name, dict(func.attr), node)
 
-    def inline(self, body: FunctionBody, inputs, controls, scope: str, device: str, caller: Node):
+    def inline(self, body: FunctionBody, inputs, controls, scope: str, device: str, caller: Node, anchor=None):
         if len(inputs) != len(body.args):
             raise InvalidGraphError(f"node '{caller.name}' ({caller.op}) passes {len(inputs)} input(s) to "
                                     f"function '{body.name}', which takes {len(body.args)}")
-        return inline_body(self.graph, body, list(inputs), list(controls), scope, device)
+        return inline_body(self.graph, body, list(inputs), list(controls), scope, device, anchor)
 
 
 # --- the node that keeps the original name -----------------------------------------------------
@@ -234,7 +234,7 @@ def _dtype_of(ref: TensorRef):
 
 def _branch(ctx: _Context, body: FunctionBody, scope: str, device: str, caller: Node):
     def build(inputs, pivot):
-        inlined = ctx.inline(body, inputs, [pivot], scope, device, caller)
+        inlined = ctx.inline(body, inputs, [pivot], scope, device, caller, anchor=pivot)
         return inlined.outputs, inlined.control_outputs
     return build
 
@@ -264,7 +264,8 @@ def _lower_case(graph: Graph, node: Node, ctx: _Context) -> None:
                               attrs={"T": dtypes.int32}, device=device).output(0)
 
         def taken(switched, pivot):
-            inlined = ctx.inline(branches[k], switched[:-1], [pivot], f"{scope}/branch{k}", device, node)
+            inlined = ctx.inline(branches[k], switched[:-1], [pivot], f"{scope}/branch{k}", device, node,
+                                 anchor=pivot)
             return inlined.outputs, inlined.control_outputs
 
         def rest(switched, pivot):
@@ -313,7 +314,13 @@ def _lower_while(graph: Graph, node: Node, ctx: _Context) -> None:
         switches.append(switch)
         exits.append(graph.add_node("Exit", graph.unique_name(f"{scope}/exit_{k}"), inputs=[switch.output(0)],
                                     attrs={"T": dtype}, device=device).output(0))
-    body = ctx.inline(loop_body, [s.output(1) for s in switches], [], f"{scope}/body", device, node)
+    # Input-less body nodes (weights, mostly) wait for the loop condition of their iteration only, not
+    # for the loop variables: iterations overlap as far as parallel_iterations allows.
+    go = graph.add_node("Switch", graph.unique_name(f"{scope}/switch_pivot"),
+                        inputs=[loop_cond.output(0), loop_cond.output(0)], attrs={"T": dtypes.bool_}, device=device)
+    pivot = graph.add_node("Identity", graph.unique_name(f"{scope}/pivot_body"), inputs=[go.output(1)],
+                           attrs={"T": dtypes.bool_}, device=device)
+    body = ctx.inline(loop_body, [s.output(1) for s in switches], [], f"{scope}/body", device, node, anchor=pivot)
     if len(body.outputs) != len(types):
         raise InvalidGraphError(f"node '{node.name}' ({node.op}): body function '{loop_body.name}' returns "
                                 f"{len(body.outputs)} values for {len(types)} loop variables")
