@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from .. import dtypes
 from ..errors import RuntimeFailure
 from ..ir import Frame, Graph, Node, TensorRef
 from ..ir.frames import ENTER_OPS
@@ -55,8 +56,11 @@ class ForwardInfo:
 
     def differentiable(self, ref: TensorRef) -> bool:
         """Only floating and complex values carry gradients (integers, bools, strings, resource
-        handles do not)."""
+        handles do not). An output of an opaque node (an op dftool does not know) whose dtype
+        nothing tells may carry one: it counts, so the path check can name the op."""
         base = self.dtype(ref).base
+        if base is dtypes.INVALID and ref.node.spec is None:
+            return True
         return base.is_floating or base.is_complex
 
 
