@@ -61,11 +61,13 @@ def info(message: str) -> None:
         console.print(message, markup=False)
 
 
-def load_graph(path: str, *, verify: bool = True) -> Graph:
-    """Read GRAPH (file or '-') into the IR; InvalidGraphError (exit 3) names the file on failure."""
+def load_graph(path: str, *, verify: bool = True, problems: list[str] | None = None) -> Graph:
+    """Read GRAPH (file or '-') into the IR; InvalidGraphError (exit 3) names the file on failure.
+    With a `problems` list, a graph that fails to build or verify is still returned and what is
+    wrong with it is appended to the list (see from_graphdef)."""
     graph_def = graph_io.load_graphdef(path)
     source = "<stdin>" if path == graph_io.STDIO else path
-    return from_graphdef(graph_def, source, verify=verify)
+    return from_graphdef(graph_def, source, verify=verify, problems=problems)
 
 
 def lower_if_needed(graph: Graph) -> None:
