@@ -328,3 +328,19 @@ def test_library_round_trips_byte_for_byte_and_untouched_graphs_keep_it():
     graph = from_graphdef(gdef)
     assert to_graphdef(graph).SerializeToString(deterministic=True) == data
     assert not lower_functional_ops(from_graphdef(graph_def(node_def("x", "Placeholder", dtype=F32)))).changed
+
+
+def test_a_node_whose_op_is_a_library_function_is_a_call():
+    pair = fdef("Pair", [("a", "T")], [("twice", "T"), ("square", "T")],
+                [node_def("t", "AddV2", ["a", "a"], T=placeholder("T")),
+                 node_def("s", "Mul", ["a", "a"], T=placeholder("T"))],
+                {"twice": "t:z:0", "square": "s:z:0"}, type_attrs=["T"])
+    gdef = with_library(graph_def(node_def("x", "Placeholder", dtype=F32), node_def("c", "Pair", ["x"], T=F32),
+                                  node_def("out", "Neg", ["c:1"], T=F32)), pair)
+    graph = from_graphdef(gdef)
+    report = lower_functional_ops(graph)
+    assert report.counts == {"Pair": 1}
+    x = np.array([3.0, -1.0], np.float32)
+    values = Session(graph).run(["out", "c:0"], {"x": x}).values
+    np.testing.assert_array_equal(values[0], -x * x)
+    np.testing.assert_array_equal(values[1], x + x)

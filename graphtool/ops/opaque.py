@@ -27,7 +27,12 @@ _TYPE_ATTRS = ("out_type", "Tout", "output_type", "dtype", "DstT", "T", "type")
 
 
 def is_opaque(node) -> bool:
-    return registry.lookup(node.op) is None
+    """Unknown to the registry, and not a call of a library function by its name (lowering inlines
+    those: graphtool/functions/lowering.py)."""
+    if registry.lookup(node.op) is not None:
+        return False
+    library = node.graph.library
+    return not any(f.signature.name == node.op for f in library.function)
 
 
 def declared_shapes(node) -> list | None:
