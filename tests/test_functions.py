@@ -344,3 +344,47 @@ def test_a_node_whose_op_is_a_library_function_is_a_call():
     values = Session(graph).run(["out", "c:0"], {"x": x}).values
     np.testing.assert_array_equal(values[0], -x * x)
     np.testing.assert_array_equal(values[1], x + x)
+
+
+def _assert_positive_nodes(value: str):
+    """Body nodes asserting `value` > 0 (an Assert named 'check')."""
+    return [const_def("zero", 0.0), node_def("positive", "Greater", [value, "zero:output:0"], T=F32),
+            node_def("check", "Assert", ["positive:z:0", value], T=types(F32))]
+
+
+def test_loop_body_side_effects_run_every_iteration():
+    """acc -= 1 while i < 3; the body asserts acc > 0 (a control_ret): it fails once acc reaches 0."""
+    cond = fdef("Cond", [("i", I32), ("acc", F32)], [("r", dtypes.bool_)],
+                [const_def("three", 3, I32), node_def("less", "Less", ["i", "three:output:0"], T=I32)],
+                {"r": "less:z:0"})
+    body = fdef("Body", [("i", I32), ("acc", F32)], [("i2", I32), ("acc2", F32)],
+                [const_def("one", 1, I32), node_def("next", "AddV2", ["i", "one:output:0"], T=I32),
+                 const_def("fone", 1.0), node_def("dec", "Sub", ["acc", "fone:output:0"], T=F32),
+                 *_assert_positive_nodes("acc")],
+                {"i2": "next:z:0", "acc2": "dec:z:0"}, control_ret={"check": "check"}, stateful=True)
+    gdef = with_library(graph_def(
+        const_def("zero", 0, I32), node_def("x", "Placeholder", dtype=F32),
+        node_def("loop", "While", ["zero", "x"], T=types(I32, F32), cond=func("Cond"), body=func("Body"))),
+        cond, body)
+    assert run(gdef, ["loop:1"], {"x": np.float32(5.0)}) == [2.0]
+    with pytest.raises(RuntimeFailure, match="assertion failed"):
+        run(gdef, ["loop:1"], {"x": np.float32(2.0)})   # acc is 0 in the third iteration
+
+
+@pytest.mark.parametrize("pred, fails", [(True, True), (False, False)])
+def test_if_without_outputs_runs_the_taken_branch_side_effects(pred, fails):
+    checking = fdef("Checking", [("v", F32)], [], _assert_positive_nodes("v"), {}, control_ret={"check": "check"},
+                    stateful=True)
+    quiet = fdef("Quiet", [("v", F32)], [], [], {})
+    gdef = with_library(graph_def(
+        node_def("x", "Placeholder", dtype=F32), node_def("p", "Placeholder", dtype=dtypes.bool_),
+        node_def("maybe_check", "If", ["p", "x"], Tcond=dtypes.bool_, Tin=types(F32), Tout=types(),
+                 then_branch=func("Checking"), else_branch=func("Quiet")),
+        node_def("step", "NoOp", ["^maybe_check"])), checking, quiet)
+    session = Session(from_graphdef(gdef))
+    feeds = {"x": np.float32(-1.0), "p": np.bool_(pred)}
+    if fails:
+        with pytest.raises(RuntimeFailure, match="assertion failed"):
+            session.run([], feeds, targets=["step"])
+    else:
+        session.run([], feeds, targets=["step"])
