@@ -388,3 +388,14 @@ def test_if_without_outputs_runs_the_taken_branch_side_effects(pred, fails):
             session.run([], feeds, targets=["step"])
     else:
         session.run([], feeds, targets=["step"])
+
+
+def test_inlined_colocation_names_follow_the_inlined_nodes():
+    body = fdef("Coloc", [("v", F32)], [("r", F32)],
+                [node_def("a", "Neg", ["v"], T=F32), node_def("b", "Neg", ["a:y:0"], T=F32, _class=["loc:@a"])],
+                {"r": "b:y:0"})
+    gdef = with_library(graph_def(node_def("x", "Placeholder", dtype=F32),
+                                  call("c", func("Coloc"), ["x"], [F32], [F32])), body)
+    graph = from_graphdef(gdef)
+    lower_functional_ops(graph)
+    assert graph.node("c/b").attr("_class") == ["loc:@c/a"]
