@@ -15,7 +15,7 @@ import numpy as np
 
 from ... import dtypes
 from ...shapes import Shape, ShapeError
-from .registry import kernel
+from .registry import CPU, kernel
 from .tensor_list_value import TensorList, variant_scalar
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -224,7 +224,9 @@ def tensor_list_push_back(ctx, handle, tensor, *, element_dtype):
     return variant_scalar(tensor_list.push(tensor))
 
 
-@kernel("TensorListPushBackBatch")
+# CPU only: a batch of lists is a vector of variants, which no GPU op here makes (Pack/Unpack of
+# variants are host work); a GPU placement runs it on the host CPU.
+@kernel("TensorListPushBackBatch", devices=(CPU,))
 def tensor_list_push_back_batch(ctx, handles, tensor, *, element_dtype):
     if _dtype_of(tensor) != element_dtype:
         ctx.fail(f"Invalid data types; list elements {element_dtype.name} but tried to append "
