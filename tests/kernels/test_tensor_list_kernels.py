@@ -46,7 +46,8 @@ def _random_walk(seed: int, steps: int = 400):
     """Random operations on random earlier versions; each version's elements must stay what a
     plain copy-per-operation model says."""
     rng = random.Random(seed)
-    versions = [(TensorList(F32, Shape.unknown(), [np.float32(i) for i in range(5)]), [np.float32(i) for i in range(5)])]
+    start = [np.float32(i) for i in range(5)]
+    versions = [(TensorList(F32, Shape.unknown(), start), list(start))]
     for step in range(steps):
         # Mostly the newest version (as loops do), sometimes an old one (branches, backward passes).
         current, model = versions[-1] if rng.random() < 0.7 else rng.choice(versions)
@@ -269,8 +270,8 @@ def _dyn(b, name):
 
 
 ERRORS = {
-    "get_item_out_of_range": (lambda b: b.op("TensorListGetItem", [_from(b, np.ones((3, 2))), np.int32(3), np.int32(-1)],
-                                             element_dtype=F32),
+    "get_item_out_of_range": (lambda b: b.op("TensorListGetItem", [_from(b, np.ones((3, 2))), np.int32(3),
+                                                                   np.int32(-1)], element_dtype=F32),
                               "Trying to access element 3 in a list with 3 elements."),
     "get_item_negative": (lambda b: b.op("TensorListGetItem", [_from(b, np.ones((3, 2))), np.int32(-1), np.int32(-1)],
                                          element_dtype=F32),
@@ -325,8 +326,8 @@ ERRORS = {
     "resize_negative": (lambda b: b.op("TensorListLength", [b.op("TensorListResize", [_from(b, np.ones(2)),
                                                                                       np.int32(-1)])]),
                         "TensorListSlice expects size to be non-negative. Got: -1"),
-    "concat_scalars": (lambda b: b.op("TensorListConcatV2", [_from(b, np.ones(2)), np.int32(-1), np.zeros([0], np.int64)],
-                                      element_dtype=F32)[0],
+    "concat_scalars": (lambda b: b.op("TensorListConcatV2", [_from(b, np.ones(2)), np.int32(-1),
+                                                             np.zeros([0], np.int64)], element_dtype=F32)[0],
                        "Concat saw a scalar shape at index 0 but requires at least vectors."),
     "add_n_lengths": (lambda b: _stack(b, b.op("AddN", [[_from(b, np.ones((2, 2))), _from(b, np.ones((1, 2)))]])),
                       "Trying to add two lists of tensors with different lengths. One is 2 and the other is 1"),
