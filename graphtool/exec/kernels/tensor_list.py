@@ -323,8 +323,12 @@ def tensor_list_get_item(ctx, handle, index, element_shape, *, element_dtype):
     item = local(ctx, tensor_list.get(position))
     if item is not None:
         return item
-    elements = tensor_list.elements() if not tensor_list.element_shape.fully_defined else ()
-    shape = _read_shape(ctx, tensor_list, element_shape, elements)
+    # Only when the op's and the list's shapes together leave it partial do the set elements say
+    # what an unset one is (TensorFlow's GetItem; Stack and Gather look at them whenever the list's
+    # own shape is partial).
+    shape = _merge(ctx, shape_from_tensor(ctx, element_shape), tensor_list.element_shape)
+    if not shape.fully_defined:
+        shape = _read_shape(ctx, tensor_list, element_shape, tensor_list.elements())
     if not shape.fully_defined:
         ctx.fail(f"Trying to read an uninitialized tensor but element_shape is not fully defined: {shape} "
                  f"and no list element is set.")
