@@ -61,11 +61,22 @@ def info(message: str) -> None:
         console.print(message, markup=False)
 
 
-def load_graph(path: str, *, verify: bool = True) -> Graph:
-    """Read GRAPH (file or '-') into the IR; InvalidGraphError (exit 3) names the file on failure."""
+def load_graph(path: str, *, verify: bool = True, problems: list[str] | None = None) -> Graph:
+    """Read GRAPH (file or '-') into the IR; InvalidGraphError (exit 3) names the file on failure.
+    With a `problems` list, a graph that fails to build or verify is still returned and what is
+    wrong with it is appended to the list (see from_graphdef)."""
     graph_def = graph_io.load_graphdef(path)
     source = "<stdin>" if path == graph_io.STDIO else path
-    return from_graphdef(graph_def, source, verify=verify)
+    return from_graphdef(graph_def, source, verify=verify, problems=problems)
+
+
+def lower_if_needed(graph: Graph) -> None:
+    """Lower functional ops (If/While/calls) in place before a command that needs v1 control flow
+    (place, partition, grad), with a one-line notice."""
+    from graphtool.functions.lowering import lower_functional_ops, needs_lowering
+
+    if needs_lowering(graph):
+        info(lower_functional_ops(graph).notice())
 
 
 def save_graph(graph: Graph, path: str, *, text: bool = False) -> None:
@@ -91,4 +102,4 @@ def _json_default(value):
 
 
 __all__ = ["DftoolError", "InvalidGraphError", "common_options", "console", "emit_report", "info",
-           "load_graph", "save_graph", "settings"]
+           "load_graph", "lower_if_needed", "save_graph", "settings"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from graphtool.inspect import inspect_graph
+from graphtool.errors import InvalidGraphError
+from graphtool.inspect import inspect_graph, problem_summary
 
 from .common import common_options, console, emit_report, load_graph, settings
 
@@ -18,12 +19,19 @@ def command(graph: str, as_json: bool, report_path: str | None) -> None:
     """Summarize GRAPH ('-': stdin): ops, inputs, outputs, devices, loops, parameters.
 
     Also shape-inference coverage, warnings about suspicious but legal structure, and a
-    ready-to-paste `dftool run` line."""
-    report = inspect_graph(load_graph(graph), graph)
+    ready-to-paste `dftool run` line. A graph with problems (invalid nodes, ops dftool does not
+    know) is still summarised; every problem is listed (-v: every node of each unknown op, -vv:
+    their inputs and outputs), and the command then exits 3."""
+    build_problems: list[str] = []
+    loaded = load_graph(graph, verify=False, problems=build_problems)
+    report = inspect_graph(loaded, graph, build_problems)
     # The report first: if --report cannot be written, the error is all that is printed.
     emit_report(report, as_json=as_json, report_path=report_path)
     if not settings.quiet:
-        render(report)
+        render(report, loaded if settings.verbose >= 2 else None)
+    summary = problem_summary(report)
+    if summary:
+        raise InvalidGraphError(f"{'<stdin>' if graph == '-' else graph}: {summary}")
 
 
 # --- tables -----------------------------------------------------------------------------------
@@ -41,6 +49,10 @@ def _table(title: str, columns: list[str], rows: list[list], right: tuple[str, .
     for row in rows:
         table.add_row(*(str(cell) for cell in row))
     return table
+
+
+def _signature_text(args: list[dict]) -> str:
+    return ", ".join(f"{a['name']}: {a['dtype']}" for a in args)
 
 
 def _summary_lines(report: dict) -> list[str]:
@@ -69,17 +81,57 @@ def _tables(report: dict) -> list[Table]:
                [[f["name"], f["parent"] or "(root)", f["depth"], f["nodes"], f["enters"], f["exits"],
                  f["parallel_iterations"]] for f in report["frames"]],
                ("depth", "nodes", "enters", "exits", "parallel")),
+        _table("functions", ["function", "inputs", "outputs", "nodes", "callers"],
+               [[f["name"] + (" (stateful)" if f["stateful"] else ""), _signature_text(f["inputs"]),
+                 _signature_text(f["outputs"]), f["nodes"], ", ".join(f["callers"]) or "(none)"]
+                for f in report.get("functions", [])], ("nodes",)),
         _table("findings", ["kind", "node", "message"],
-               [[f["kind"], f["node"] or "", f["message"]] for f in report["findings"]]),
+               [[f["kind"], f["node"] or "", f["message"]] for f in report["findings"]
+                if f["kind"] != "unknown_op"]),   # the unknown-ops table has them
     ]
     return [t for t in tables if t.row_count]
 
 
-def render(report: dict) -> None:
-    """The human-readable report on stderr; empty sections are left out."""
+def _problem_tables(report: dict, graph) -> list[Table]:
+    """Every problem, and the unknown ops (first nodes; -v every node; -vv each node's edges)."""
+    tables = [_table("problems (the graph is invalid)", ["#", "problem"],
+                     [[i + 1, p] for i, p in enumerate(report["problems"])], ("#",))]
+    shown = None if settings.verbose else 3
+    rows = []
+    for entry in report["unknown_ops"]:
+        names = entry["nodes"] if shown is None else entry["nodes"][:shown]
+        more = f", ... ({len(entry['nodes']) - shown} more; -v lists all)" \
+            if shown is not None and len(entry["nodes"]) > shown else ""
+        rows.append([entry["op"], entry["count"], ", ".join(names) + more])
+    tables.append(_table("unknown ops (opaque: kept as they are; fetches that need them cannot run)",
+                         ["op", "count", "nodes"], rows, ("count",)))
+    if graph is not None:
+        tables.append(_table("unknown-op nodes", ["node", "op", "inputs", "outputs (dtype shape)"],
+                             _opaque_node_rows(report, graph)))
+    return [t for t in tables if t.row_count]
+
+
+def _opaque_node_rows(report: dict, graph) -> list[list]:
+    from graphtool.ops import opaque
+
+    rows = []
+    for entry in report["unknown_ops"]:
+        for name in entry["nodes"]:
+            node = graph.node(name)
+            shapes = opaque.declared_shapes(node) or []
+            outputs = [f"{dtype} {shapes[i] if i < len(shapes) else '<unknown>'}"
+                       for i, dtype in enumerate(opaque.output_dtypes(node))]
+            inputs = [ref.name for ref in node.inputs] + ["^" + c.name for c in node.control_inputs]
+            rows.append([name, node.op, ", ".join(inputs), "; ".join(outputs)])
+    return rows
+
+
+def render(report: dict, graph=None) -> None:
+    """The human-readable report on stderr; empty sections are left out. With `graph` (-vv),
+    unknown-op nodes are shown one by one."""
     for line in _summary_lines(report):
         console.print(line, markup=False)
-    for table in _tables(report):
+    for table in _problem_tables(report, graph) + _tables(report):
         console.print()
         console.print(table)
     console.print()
