@@ -19,6 +19,7 @@ from .errors import DftoolError
 from .ir import Graph, Node, TensorRef
 from .ops import opaque
 from .ops.core import FED_INPUT_OPS
+from .prune import needed_nodes
 from .shape_inference import ShapeResult, infer_shapes
 from .shapes import Shape
 
@@ -49,7 +50,8 @@ def inspect_graph(graph: Graph, source: str = "graph", build_problems: list[str]
     partial, unknown, errors}; findings [{kind, node, message}] with kind one of shape_error,
     shape_inference, undeclared_attr, unused_input, unreachable, bad_device, unknown_op, summary;
     problems [messages] (the graph is invalid: `build_problems`, then Graph.problems());
-    unknown_ops [{op, count, nodes}] (most frequent first); run_command."""
+    unknown_ops [{op, count, nodes}] (most frequent first); run_command (fetching only the outputs
+    that need no unknown op; null when none does)."""
     problems = _problems(graph, build_problems)
     unknown = [{"op": op, "count": len(names), "nodes": names}
                for op, names in opaque.unknown_ops(graph.nodes).items()]
@@ -57,8 +59,7 @@ def inspect_graph(graph: Graph, source: str = "graph", build_problems: list[str]
     shapes, shape_failure = _infer(graph)
     inputs = [_input_entry(node) for node in graph.nodes if node.op in PLACEHOLDER_OPS]
     # A broken graph may defeat a section (a cycle has no frames): report that, keep the rest.
-    outputs = _section("outputs", findings, lambda: [_tensor_entry(ref, shapes) for node in graph_outputs(graph)
-                                                     for ref in node.outputs])
+    outputs = _section("outputs", findings, lambda: _output_entries(graph, shapes, bool(unknown)))
     sinks = _section("sinks", findings, lambda: [{"name": n.name, "op": n.op} for n in graph_sinks(graph)])
     frames = _section("frames", findings, lambda: _frames(graph))
     findings += [_finding("unknown_op", graph.node(entry["nodes"][0]),
@@ -184,6 +185,17 @@ def _input_entry(node: Node) -> dict:
         shape = Shape.of(_attr_or(node, "shape", Shape.unknown()))
     return {"name": node.name, "op": node.op, "dtype": str(dtype), "shape": shape_to_json(shape),
             "optional": node.op == "PlaceholderWithDefault", "used": node.has_users}
+
+
+def _output_entries(graph: Graph, shapes: ShapeResult, has_unknown: bool) -> list[dict]:
+    entries = []
+    for node in graph_outputs(graph):
+        extra = {}
+        if has_unknown:   # the key appears only in reports on graphs with unknown ops
+            extra["needs_unknown_ops"] = sorted({n.op for n in needed_nodes(graph, [node]) if n.spec is None})
+        for ref in node.outputs:
+            entries.append({**_tensor_entry(ref, shapes), **extra})
+    return entries
 
 
 def _tensor_entry(ref: TensorRef, shapes: ShapeResult) -> dict:
@@ -335,9 +347,14 @@ def is_valid_device(text: str) -> bool:
 
 # --- run command line -------------------------------------------------------------------------
 
-def run_command(source: str, inputs: list[dict], outputs: list[dict]) -> str:
+def run_command(source: str, inputs: list[dict], outputs: list[dict]) -> str | None:
     """A `dftool run` line feeding every required, used placeholder from NAME.npy and fetching
-    every output. Scoped names get a flat file name ('a/b' reads a_b.npy)."""
+    every output that needs no unknown op (None when there are outputs but none of them can run).
+    Scoped names get a flat file name ('a/b' reads a_b.npy)."""
+    runnable = [entry for entry in outputs if not entry.get("needs_unknown_ops")]
+    if outputs and not runnable:
+        return None
+    outputs = runnable
     words = ["dftool", "run", source]
     for entry in inputs:
         if entry["optional"] or not entry["used"]:

@@ -285,7 +285,8 @@ def test_inspect_summarises_everything_then_exits_3(custom):
     assert any("unknown ops" in line for line in lines)
     assert any(line.startswith("Custom>Cholesky") and "2" in line and "chol, chol_inv" in line for line in lines)
     assert any(line.startswith("out_chol ") and "[3,3]" in line for line in lines)   # shapes past it
-    assert any("run it with:" in line for line in lines)
+    at = lines.index("run it with (4 output(s) needing unknown ops left out):")
+    assert lines[at + 1].strip().endswith("--fetch out_mm --fetch out_einsum")
     last = lines[-1]
     assert last.startswith(f"error: {custom}: 5 node(s) of 4 op type(s) dftool does not know")
     assert sum(line.startswith("error:") for line in lines) == 1
@@ -300,7 +301,11 @@ def test_inspect_json_lists_unknown_ops_with_counts(custom):
         "Custom>Cholesky": 2, "Custom>MatrixDeterminant": 1, "Custom>MatrixInverse": 1, "Custom>Qr": 1}
     assert report["problems"] == []
     assert sum(f["kind"] == "unknown_op" for f in report["findings"]) == 4
-    assert report["node_count"] == 31 and len(report["inputs"]) == 3 and len(report["outputs"]) == 6
+    assert report["node_count"] == 31 and len(report["inputs"]) == 3
+    assert {o["name"]: o["needs_unknown_ops"] for o in report["outputs"]} == {
+        "out_mm": [], "out_einsum": [], "out_chol": ["Custom>Cholesky"],
+        "out_inv": ["Custom>Cholesky", "Custom>MatrixInverse"], "out_qr": ["Custom>Qr"],
+        "out_det": ["Custom>MatrixDeterminant"]}
     assert error_line(stderr).startswith(f"error: {custom}: ")
 
 
