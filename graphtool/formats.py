@@ -138,8 +138,9 @@ def _tfrecord(data: bytes) -> Foreign | None:
     payload = _walk(data[12:12 + length])
     if payload and any(f == 3 and w == _LEN and v.startswith(b"brain.Event:") for f, w, v in payload):
         return Foreign("events", "a TensorFlow event file (TensorBoard summaries)",
-                       "event files hold summaries; a graph written there is not the model: pass "
-                       "the GraphDef or SavedModel that was logged")
+                       "it holds TensorBoard summaries, not a model: pass the GraphDef or SavedModel "
+                       "itself (a graph logged there reads back with "
+                       "tf.compat.v1.train.summary_iterator as event.graph_def)")
     return Foreign("tfrecord", "a TFRecord file (records, e.g. for tf.data)", None)
 
 
