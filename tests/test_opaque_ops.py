@@ -375,3 +375,43 @@ def test_a_read_past_the_declared_outputs_is_a_problem(tmp_path):
         rc, _, stderr = run_dftool(*args)
         line = error_line(stderr)
         assert rc == 3 and "'det:1'" in line and "lists 1 output(s) in _output_shapes" in line
+
+
+def _untyped_chain(tmp_path, devices=("", "")):
+    """a -> Vendor>First -> Vendor>Second: nothing tells the dtype between the two."""
+    nodes = [const_def("a", [1.0, 2.0]), node_def("first", "Vendor>First", ["a"], device=devices[0]),
+             node_def("second", "Vendor>Second", ["first"], device=devices[1])]
+    return write_graph(graph_def(*nodes), tmp_path / "g.pb")
+
+
+def test_feeding_an_output_of_unknown_dtype_is_a_usage_error(tmp_path):
+    rc, _, stderr = run_dftool("prune", _untyped_chain(tmp_path), "-", "--fetch", "second", "--feed", "first")
+    line = error_line(stderr)
+    assert rc == 2 and "--feed first:0" in line and "an op dftool does not know" in line
+
+
+def test_an_edge_of_unknown_dtype_cannot_cross_devices(tmp_path):
+    path = _untyped_chain(tmp_path, ("/device:CPU:0", "/device:CPU:1"))
+    placed = str(tmp_path / "placed.pb")
+    rc, _, stderr = run_dftool("place", path, placed)
+    assert rc == 0, stderr
+    rc, _, stderr = run_dftool("partition", placed, str(tmp_path / "parted.pb"))
+    line = error_line(stderr)
+    assert rc == 3 and "'first' (Vendor>First" in line and "nothing in the graph tells its dtype" in line
+    assert not (tmp_path / "parted.pb").exists()
+
+
+def test_an_unknown_op_inside_a_while_loop(tmp_path):
+    graph = graph_io.load_graphdef(str(REPO_ROOT / "sample_graphs" / "while_loop.pb"))
+    next(n for n in graph.node if n.name == "double/Mul").op = "Vendor>Mul"
+    path = write_graph(graph, tmp_path / "wl.pb")
+    rc, stdout, _ = run_dftool("inspect", path, "--json", "-q")
+    report = json.loads(stdout)
+    assert rc == 3 and len(report["frames"]) == 2
+    needs = {o["name"]: o["needs_unknown_ops"] for o in report["outputs"]}
+    assert needs["i_final"] == ["Vendor>Mul"] and needs["acc"] == []
+    feeds = str(REPO_ROOT / "sample_graphs" / "while_loop.feeds.npz")
+    original = _run(str(REPO_ROOT / "sample_graphs" / "while_loop.pb"), ["acc"], feeds, tmp_path)
+    assert np.array_equal(_run(path, ["acc"], feeds, tmp_path)["acc"], original["acc"])
+    rc, _, stderr = run_dftool("run", path, "--feeds", feeds, "--fetch", "i_final")
+    assert rc == 3 and "Vendor>Mul (1 node: 'double/Mul')" in error_line(stderr)
