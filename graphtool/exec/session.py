@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import UsageError
+from ..functions.lowering import lower_functional_ops, needs_lowering
 from ..ir import Graph, TensorRef, parse_tensor_name
 from ..ops.core import FED_INPUT_OPS
 from ..ops import opaque
@@ -40,6 +41,11 @@ class RunResult:
 class Session:
     def __init__(self, graph: Graph, device: Device | str = "cpu", threads: int | None = None,
                  check_numerics: bool = False, source: str | None = None):
+        # TF2 function graphs run as v1 control flow: lower a copy (the caller's graph stays as it was).
+        self.lowering = None
+        if needs_lowering(graph):
+            graph = graph.copy()
+            self.lowering = lower_functional_ops(graph)
         self.graph = graph
         self.source = source   # the file the graph came from, for error messages
         self.device = create_device(device) if isinstance(device, str) else device
