@@ -55,8 +55,8 @@ def inspect_graph(graph: Graph, source: str = "graph", build_problems: list[str]
     unknown_ops [{op, count, nodes}] (most frequent first); run_command (fetching only the outputs
     that need no unknown op; null when none does)."""
     problems = _problems(graph, build_problems)
-    unknown = [{"op": op, "count": len(names), "nodes": names}
-               for op, names in opaque.unknown_ops(graph.nodes).items()]
+    unknown = [{"op": op, "count": len(names), "nodes": names} for op, names in opaque.merge(
+        opaque.unknown_ops(graph.nodes), opaque.unknown_ops_in_functions(graph.library)).items()]
     findings: list[dict] = []
     shapes, shape_failure = _infer(graph)
     inputs = [_input_entry(node) for node in graph.nodes if node.op in PLACEHOLDER_OPS]
@@ -64,7 +64,7 @@ def inspect_graph(graph: Graph, source: str = "graph", build_problems: list[str]
     outputs = _section("outputs", findings, lambda: _output_entries(graph, shapes, bool(unknown)))
     sinks = _section("sinks", findings, lambda: [{"name": n.name, "op": n.op} for n in graph_sinks(graph)])
     frames = _section("frames", findings, lambda: _frames(graph))
-    findings += [_finding("unknown_op", graph.node(entry["nodes"][0]),
+    findings += [_finding("unknown_op", graph.get(entry["nodes"][0]),
                           f"op '{entry['op']}' is not known to dftool ({opaque.describe({entry['op']: entry['nodes']})}): "
                           f"opaque, fetches that need it cannot run") for entry in unknown]
     findings += _section("findings", findings, lambda: _findings(graph, shapes, shape_failure))
@@ -192,10 +192,17 @@ def _input_entry(node: Node) -> dict:
 
 def _output_entries(graph: Graph, shapes: ShapeResult, has_unknown: bool) -> list[dict]:
     entries = []
+    in_functions = opaque.unknown_ops_by_function(graph.library) if has_unknown else {}
     for node in graph_outputs(graph):
         extra = {}
         if has_unknown:   # the key appears only in reports on graphs with unknown ops
-            extra["needs_unknown_ops"] = sorted({n.op for n in needed_nodes(graph, [node]) if n.spec is None})
+            needs = set()
+            for needed in needed_nodes(graph, [node]):
+                if needed.spec is None and needed.op not in in_functions:
+                    needs.add(needed.op)
+                for function in opaque.called_functions(needed, graph.library):
+                    needs |= in_functions[function]
+            extra["needs_unknown_ops"] = sorted(needs)
         for ref in node.outputs:
             entries.append({**_tensor_entry(ref, shapes), **extra})
     return entries

@@ -415,3 +415,44 @@ def test_an_unknown_op_inside_a_while_loop(tmp_path):
     assert np.array_equal(_run(path, ["acc"], feeds, tmp_path)["acc"], original["acc"])
     rc, _, stderr = run_dftool("run", path, "--feeds", feeds, "--fetch", "i_final")
     assert rc == 3 and "Vendor>Mul (1 node: 'double/Mul')" in error_line(stderr)
+
+
+# --- inside library functions (a TF2 function graph) ------------------------------------------
+
+@pytest.fixture
+def function_cond(tmp_path):
+    graph = graph_io.load_graphdef(str(FIXTURE / "function_cond.pb"))
+    for function in graph.library.function:
+        for node in function.node_def:
+            if node.op in LINALG:
+                node.op = "Custom>" + node.op
+    return write_graph(graph, tmp_path / "function_cond.pb")
+
+
+def test_inspect_finds_unknown_ops_in_function_bodies(function_cond):
+    rc, stdout, stderr = run_dftool("inspect", function_cond, "--json", "-q")
+    report = json.loads(stdout)
+    assert rc == 3
+    assert report["unknown_ops"] == [{"op": "Custom>Cholesky", "count": 1,
+                                      "nodes": ["cond/Cholesky (in cond_true_14)"]}]
+    needs = {o["name"]: o["needs_unknown_ops"] for o in report["outputs"]}
+    assert needs == {"Identity": ["Custom>Cholesky"], "Identity_1": []}
+    assert report["run_command"].endswith("--fetch Identity_1")
+    assert "Custom>Cholesky (1 node: 'cond/Cholesky (in cond_true_14)')" in error_line(stderr)
+
+
+def test_a_function_graph_runs_what_needs_no_unknown_op(function_cond, tmp_path):
+    feeds = str(FIXTURE / "function_cond_feeds.npz")
+    expected = dict(np.load(FIXTURE / "function_cond_expected.npz"))
+    values = _run(function_cond, ["out_sum:0"], feeds, tmp_path)
+    np.testing.assert_allclose(values["out_sum:0"], expected["out_sum:0"], rtol=1e-6)
+    rc, _, stderr = run_dftool("run", "-q", function_cond, "--feeds", feeds, "--fetch", "out_cond")
+    line = error_line(stderr)   # -q: without the notice that the cond was lowered
+    assert rc == 3 and "Custom>Cholesky (1 node: " in line and "Cholesky'" in line
+    out = tmp_path / "lowered.pb"
+    rc, _, stderr = run_dftool("optimize", function_cond, str(out), "--passes", "lower")
+    assert rc == 0, stderr
+    lowered = graph_io.load_graphdef(str(out))
+    assert [n.op for n in lowered.node if n.op.startswith("Custom>")] == ["Custom>Cholesky"]
+    values = _run(str(out), ["out_sum:0"], feeds, tmp_path)
+    np.testing.assert_allclose(values["out_sum:0"], expected["out_sum:0"], rtol=1e-6)
