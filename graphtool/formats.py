@@ -112,8 +112,12 @@ def _zip(data: bytes) -> Foreign | None:
 
 
 def _tflite(data: bytes) -> Foreign | None:
-    # A flatbuffer starts with the root table offset, then the 4-byte file identifier.
-    if len(data) >= 8 and data[4:8] == b"TFL3":
+    # A flatbuffer starts with the root table offset (4-byte aligned, inside the file), then the
+    # 4-byte file identifier. The alignment also rules out a GraphDef, whose first byte is 0x0a.
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        return None
+    (root,) = struct.unpack("<I", data[:4])
+    if root % 4 == 0 and 8 <= root < len(data):
         return Foreign("tflite", "a TensorFlow Lite flatbuffer (.tflite)",
                        "dftool reads TensorFlow graphs; use the SavedModel or frozen GraphDef the "
                        ".tflite file was converted from")
