@@ -228,7 +228,6 @@ def _tf1_resource(out: Path, graph, rng):
         y = tf.identity(v1.cond(tf.reduce_mean(h) > 0.0, lambda: h + b.read_value(),
                                 lambda: h - gain.read_value()), name="y")
         emb = tf.identity(v1.nn.embedding_lookup(table, ids) * 2.0, name="emb")
-        grads = {"y/x": v1.gradients(tf.reduce_sum(y), x)[0]}
         with v1.Session(graph=graph) as session:
             session.run(v1.global_variables_initializer())
             builder = v1.saved_model.Builder(str(out))
@@ -236,6 +235,8 @@ def _tf1_resource(out: Path, graph, rng):
                     "embed": v1.saved_model.predict_signature_def({"ids": ids}, {"emb": emb})}
             builder.add_meta_graph_and_variables(session, ["serve"], signature_def_map=sigs)
             builder.save()
+            # The gradient graph is built after the MetaGraph was exported, so it is not saved.
+            grads = {"y/x": v1.gradients(tf.reduce_sum(y), x)[0]}
             feeds = {"x": rng.standard_normal((2, 3)).astype(np.float32),
                      "ids": np.array([1, 6], np.int32)}
             y_value, grad_x = session.run([y, grads["y/x"]], {x: feeds["x"], ids: feeds["ids"]})
