@@ -76,6 +76,15 @@ def load_graph(path: str, *, verify: bool = True, signature: str | None = None) 
     return load(path, signature=signature, verify=verify)
 
 
+def lower_if_needed(graph: Graph) -> None:
+    """Lower functional ops (If/While/calls) in place before a command that needs v1 control flow
+    (place, partition, grad), with a one-line notice."""
+    from graphtool.functions.lowering import lower_functional_ops, needs_lowering
+
+    if needs_lowering(graph):
+        info(lower_functional_ops(graph).notice())
+
+
 def save_graph(graph: Graph, path: str, *, text: bool = False) -> None:
     """Write the graph atomically; binary on stdout unless `text`, else by file name."""
     graph_io.save_graphdef(to_graphdef(graph), path, text=True if text else None)
@@ -99,4 +108,4 @@ def _json_default(value):
 
 
 __all__ = ["DftoolError", "InvalidGraphError", "common_options", "console", "emit_report", "info",
-           "load_graph", "save_graph", "settings", "signature_option"]
+           "load_graph", "lower_if_needed", "save_graph", "settings", "signature_option"]

@@ -6,7 +6,7 @@ from rich.table import Table
 
 from graphtool.errors import UsageError
 
-from .common import common_options, console, emit_report, info, load_graph, save_graph, settings, signature_option
+from .common import common_options, console, emit_report, info, load_graph, lower_if_needed, save_graph, settings, signature_option
 
 
 def _gradient_table(report) -> Table:
@@ -41,6 +41,7 @@ def command(input_path, output_path, y, xs, prefix, text, as_json, report, signa
     if as_json and output_path == "-":
         raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
     graph = load_graph(input_path, signature=signature)
+    lower_if_needed(graph)
     chosen = list(xs) or default_xs(graph, y)
     if not chosen:
         raise UsageError(f"no --x given, and y '{y}' depends on no floating Variable or Const of rank >= 1",

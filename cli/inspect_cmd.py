@@ -43,6 +43,10 @@ def _table(title: str, columns: list[str], rows: list[list], right: tuple[str, .
     return table
 
 
+def _signature_text(args: list[dict]) -> str:
+    return ", ".join(f"{a['name']}: {a['dtype']}" for a in args)
+
+
 def _summary_lines(report: dict) -> list[str]:
     params, shapes = report["parameters"], report["shapes"]
     return [
@@ -69,6 +73,10 @@ def _tables(report: dict) -> list[Table]:
                [[f["name"], f["parent"] or "(root)", f["depth"], f["nodes"], f["enters"], f["exits"],
                  f["parallel_iterations"]] for f in report["frames"]],
                ("depth", "nodes", "enters", "exits", "parallel")),
+        _table("functions", ["function", "inputs", "outputs", "nodes", "callers"],
+               [[f["name"] + (" (stateful)" if f["stateful"] else ""), _signature_text(f["inputs"]),
+                 _signature_text(f["outputs"]), f["nodes"], ", ".join(f["callers"]) or "(none)"]
+                for f in report.get("functions", [])], ("nodes",)),
         _table("findings", ["kind", "node", "message"],
                [[f["kind"], f["node"] or "", f["message"]] for f in report["findings"]]),
     ]

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from graphtool.errors import UsageError
 
-from .common import common_options, console, emit_report, info, load_graph, save_graph, settings, signature_option
+from .common import common_options, console, emit_report, info, load_graph, lower_if_needed, save_graph, settings, signature_option
 
 
 def _device_table(report) -> Table:
@@ -70,6 +70,7 @@ def command(input_path, output_path, split_dir, compress, text, as_json, report,
     if as_json and output_path == "-":
         raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
     graph = load_graph(input_path, signature=signature)
+    lower_if_needed(graph)
     result = partition(graph, compress=compress)
     written = _write_split(graph, result, split_dir) if split_dir else []
     save_graph(graph, output_path, text=text)

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from graphtool.errors import UsageError
 
-from .common import common_options, console, emit_report, info, load_graph, save_graph, settings, signature_option
+from .common import common_options, console, emit_report, info, load_graph, lower_if_needed, save_graph, settings, signature_option
 
 
 def _seconds(value: float) -> str:
@@ -95,6 +95,7 @@ def command(input_path, output_path, devices, cost_model_path, no_soft_placement
         device_list = [item.strip() for item in devices.split(",")]
     cost_model = CostModel.load(cost_model_path) if cost_model_path else None
     graph = load_graph(input_path, signature=signature)
+    lower_if_needed(graph)
     result = place(graph, device_list, soft_placement=not no_soft_placement, cost_model=cost_model,
                    explain=explain)
     save_graph(graph, output_path, text=text)

@@ -106,6 +106,8 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
 
     feeds = collect_feeds(feed_pairs, feeds_file)
     session = Session(load_graph(graph, signature=signature), device=device, threads=threads, check_numerics=check_numerics)
+    if session.lowering is not None:
+        info(session.lowering.notice())
     fetch_list = list(fetches) or session.default_fetches()
     if not fetch_list:
         raise UsageError(f"{graph}: the graph has no outputs to fetch; name one with --fetch")

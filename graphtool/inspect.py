@@ -13,6 +13,7 @@ from collections import Counter, deque
 
 from . import dtypes
 from .errors import DftoolError
+from .functions.library import summarize_functions
 from .ir import Graph, Node, TensorRef
 from .ops.core import FED_INPUT_OPS
 from .shape_inference import ShapeResult, infer_shapes
@@ -41,7 +42,8 @@ def inspect_graph(graph: Graph, source: str = "graph") -> dict:
     for unknown dims, or null for unknown rank); outputs [{name, op, dtype, shape}] (every output
     tensor of nodes nobody uses); sinks [{name, op}] (unused nodes without outputs);
     devices [{device, nodes}]; frames [{name, parent, depth, nodes, enters, exits,
-    parallel_iterations}]; parameters (see parameter_stats); shapes {tensors, fully_known,
+    parallel_iterations}]; functions [{name, inputs [{name, dtype}], outputs, nodes, stateful,
+    callers}] (the function library; callers are node names, 'function/node' inside bodies); parameters (see parameter_stats); shapes {tensors, fully_known,
     partial, unknown, errors}; findings [{kind, node, message}] with kind one of shape_error,
     shape_inference, undeclared_attr, unused_input, unreachable, bad_device; run_command."""
     shapes, shape_failure = _infer(graph)
@@ -61,6 +63,7 @@ def inspect_graph(graph: Graph, source: str = "graph") -> dict:
         "sinks": sinks,
         "devices": _devices(graph),
         "frames": _frames(graph),
+        "functions": [f.to_json() for f in summarize_functions(graph)],
         "parameters": parameter_stats(graph),
         "shapes": _shape_summary(graph, shapes),
         "findings": findings,

@@ -22,10 +22,13 @@ from .shapes import Shape, ShapeError
 _MAX_VALUE_ELEMENTS = 4096
 _MAX_SWEEPS = 8
 # Ops whose output k is their input k (or input 0) passed along: a handle keeps its HandleData
-# through them.
+# through them. ZerosLike and AddN of TensorList variants keep their inputs' element shape and
+# dtype too (TensorFlow's UnchangedShape and AddN's variant branch).
 _FORWARDING_OPS = frozenset({"Identity", "IdentityN", "Snapshot", "StopGradient", "Enter", "RefEnter",
                              "Exit", "RefExit", "Switch", "RefSwitch", "Merge", "RefMerge",
-                             "NextIteration", "RefNextIteration", "PlaceholderWithDefault"})
+                             "NextIteration", "RefNextIteration", "PlaceholderWithDefault",
+                             "ZerosLike", "AddN"})
+_HANDLE_DTYPES = (dtypes.resource, dtypes.variant)
 
 
 @dataclass
@@ -131,10 +134,10 @@ def infer_node(node: Node, result: ShapeResult, strict: bool = False) -> list[Te
     infos = [TensorInfo(d, s) for d, s in zip(out_dtypes, shapes)]
     for index, info in enumerate(infos):
         info.handle = ctx.output_handles.get(index)
-        if info.handle is None and node.op in _FORWARDING_OPS and info.dtype.base is dtypes.resource:
+        if info.handle is None and node.op in _FORWARDING_OPS and info.dtype.base in _HANDLE_DTYPES:
             source = index if node.op == "IdentityN" else 0
             info.handle = handles_in[source] if source < len(handles_in) else None
-            if node.op in ("Merge", "RefMerge"):  # the first input that carries one
+            if node.op in ("Merge", "RefMerge", "AddN"):  # the first input that carries one
                 info.handle = next((h for h in handles_in if h is not None), None)
     for info, value in zip(infos, values):
         info.value = value

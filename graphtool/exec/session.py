@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import UsageError
+from ..functions.lowering import lower_functional_ops, needs_lowering
 from ..ir import Graph, TensorRef, parse_tensor_name
 from ..ops.core import FED_INPUT_OPS
 from ..prune import fed_tensor_aliases, needed_nodes, retval_names
@@ -39,6 +40,11 @@ class RunResult:
 class Session:
     def __init__(self, graph: Graph, device: Device | str = "cpu", threads: int | None = None,
                  check_numerics: bool = False):
+        # TF2 function graphs run as v1 control flow: lower a copy (the caller's graph stays as it was).
+        self.lowering = None
+        if needs_lowering(graph):
+            graph = graph.copy()
+            self.lowering = lower_functional_ops(graph)
         self.graph = graph
         self.device = create_device(device) if isinstance(device, str) else device
         self.threads = threads

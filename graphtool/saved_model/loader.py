@@ -26,6 +26,8 @@ import numpy as np
 from .. import dtypes
 from ..checkpoint import BundleReader, CheckpointError
 from ..errors import InvalidGraphError
+from ..functions.library import drop_unreferenced
+from ..functions.lowering import lower_functional_ops, needs_lowering
 from ..ir import Graph, from_graphdef
 from ..proto.graph_pb2 import GraphDef
 from ..prune import SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUT_ATTR, prune
@@ -34,9 +36,6 @@ from .reader import (DEFAULT_SIGNATURE, Signature, find_saved_model, read_saved_
                      serving_meta_graph, signatures)
 from .restore_map import checkpoint_keys
 
-# Ops that run TensorFlow functions; a graph holding any needs lowering before it can be frozen.
-FUNCTIONAL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf", "While",
-                            "StatelessWhile", "Case", "StatelessCase", "SymbolicGradient"})
 VARIABLES_PREFIX = Path("variables") / "variables"
 
 
@@ -81,7 +80,7 @@ def load_saved_model(path: str, signature: str | None = None, *, verify: bool = 
 
     needed = _needed_part(meta.graph_def, [t.tensor for t in chosen.inputs + chosen.outputs], str(file))
     graph = from_graphdef(needed, str(file), verify=False)
-    info.lowered = _lower(graph, str(file))
+    info.lowered = _lower(graph)
     values = _read_variables(graph, keys, info.directory / VARIABLES_PREFIX, str(file))
     report = freeze_variables(graph, values)
     _check_frozen(graph, report, str(file))
@@ -89,7 +88,7 @@ def load_saved_model(path: str, signature: str | None = None, *, verify: bool = 
 
     graph, pruned = prune(graph, [t.tensor for t in chosen.outputs], [t.tensor for t in chosen.inputs])
     _name_signature_tensors(graph, chosen, {feed.tensor: feed.node for feed in pruned.feeds})
-    _prune_library(graph)
+    drop_unreferenced(graph)   # e.g. the save and restore functions
     if verify:
         graph.verify()
     return graph, info
@@ -118,22 +117,12 @@ def _needed_part(graph_def: GraphDef, tensors: list[str], source: str) -> GraphD
     return out
 
 
-def _lower(graph: Graph, source: str) -> bool:
+def _lower(graph: Graph) -> bool:
     """Inline function calls and lower If/While/Case, so captured variables become plain handles."""
-    functional = sorted({n.op for n in graph.nodes if n.op in FUNCTIONAL_OPS or _is_function_call(graph, n)})
-    if not functional:
+    if not needs_lowering(graph):
         return False
-    try:
-        from ..opt.lower import lower_functional_ops
-    except ImportError:
-        raise InvalidGraphError(f"{source}: the signature runs TensorFlow functions ({', '.join(functional)}); "
-                                f"freezing it needs function lowering, which this build lacks") from None
     lower_functional_ops(graph)
     return True
-
-
-def _is_function_call(graph: Graph, node) -> bool:
-    return any(f.signature.name == node.op for f in graph.library.function)
 
 
 def _read_variables(graph: Graph, keys: dict[str, str], prefix: Path, source: str) -> dict[str, np.ndarray]:
@@ -187,38 +176,3 @@ def _name_signature_tensors(graph: Graph, signature: Signature, feed_nodes: dict
         if name != tensor.key:
             attrs[SIGNATURE_OUTPUT_ATTR] = tensor.key
         graph.add_node("Identity", name, [ref], attrs=attrs, device=ref.node.device)
-
-
-def _prune_library(graph: Graph) -> None:
-    """Drop functions nothing in the graph calls any more (e.g. the save/restore functions)."""
-    by_name = {f.signature.name: f for f in graph.library.function}
-    if not by_name:
-        return
-    used: set[str] = set()
-    stack = [n for n in graph.nodes]
-    pending_functions = []
-    for node in stack:
-        pending_functions.extend(_called(node.op, node.attrs.values(), by_name))
-    while pending_functions:
-        name = pending_functions.pop()
-        if name in used:
-            continue
-        used.add(name)
-        for inner in by_name[name].node_def:
-            pending_functions.extend(_called(inner.op, inner.attr.values(), by_name))
-    kept = [f for f in graph.library.function if f.signature.name in used]
-    gradients = [g for g in graph.library.gradient if g.function_name in used]
-    del graph.library.function[:]
-    graph.library.function.extend(kept)
-    del graph.library.gradient[:]
-    graph.library.gradient.extend(gradients)
-
-
-def _called(op: str, attr_values, by_name: dict) -> list[str]:
-    names = [op] if op in by_name else []
-    for value in attr_values:
-        if value.HasField("func"):
-            names.append(value.func.name)
-        elif value.HasField("list"):
-            names.extend(f.name for f in value.list.func)
-    return [n for n in names if n in by_name]
