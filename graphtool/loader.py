@@ -14,14 +14,19 @@ from pathlib import Path
 from . import graph_io
 from .errors import InvalidGraphError, UsageError
 from .ir import Graph, from_graphdef
-from .saved_model.loader import is_saved_model, load_saved_model
+from .saved_model.loader import SavedModelInfo, is_saved_model, load_saved_model
 
 
 def load_graph(path: str, *, signature: str | None = None, verify: bool = True) -> Graph:
     """The IR of GRAPH; `signature` selects a SavedModel signature (UsageError for other inputs)."""
+    return load_graph_and_origin(path, signature=signature, verify=verify)[0]
+
+
+def load_graph_and_origin(path: str, *, signature: str | None = None,
+                          verify: bool = True) -> tuple[Graph, SavedModelInfo | None]:
+    """load_graph, plus what the SavedModel held (signatures, frozen variables) when it was one."""
     if is_saved_model(path):
-        graph, _ = load_saved_model(path, signature, verify=verify)
-        return graph
+        return load_saved_model(path, signature, verify=verify)
     if path != graph_io.STDIO and Path(path).is_dir():
         raise InvalidGraphError(f"{path}: is a directory without saved_model.pb or saved_model.pbtxt "
                                 f"(neither a SavedModel nor a graph file)")
@@ -30,4 +35,4 @@ def load_graph(path: str, *, signature: str | None = None, verify: bool = True) 
                          f"SavedModel directories")
     graph_def = graph_io.load_graphdef(path)
     source = "<stdin>" if path == graph_io.STDIO else path
-    return from_graphdef(graph_def, source, verify=verify)
+    return from_graphdef(graph_def, source, verify=verify), None
