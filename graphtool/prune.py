@@ -153,6 +153,10 @@ def _resolve(graph: Graph, option: str, name: str) -> TensorRef:
     try:
         return graph.tensor(name)
     except UsageError as exc:
+        node_name, port = parse_tensor_name(name)
+        alias = fed_tensor_aliases(graph).get(f"{node_name}:{port}")   # e.g. a signature key
+        if alias is not None:
+            return alias
         raise UsageError(f"{option} {name}: {exc}") from None
 
 
