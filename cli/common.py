@@ -68,12 +68,14 @@ def signature_option(func):
                              "load, frozen (default: serving_default).")(func)
 
 
-def load_graph(path: str, *, verify: bool = True, signature: str | None = None) -> Graph:
+def load_graph(path: str, *, verify: bool = True, problems: list[str] | None = None,
+               signature: str | None = None) -> Graph:
     """Read GRAPH (file, '-', or a SavedModel with `signature`) into the IR; InvalidGraphError
-    (exit 3) names the file on failure."""
+    (exit 3) names the file on failure. With a `problems` list, a graph that fails to build or
+    verify is still returned and what is wrong with it is appended to the list (see from_graphdef)."""
     from graphtool.loader import load_graph as load
 
-    return load(path, signature=signature, verify=verify)
+    return load(path, signature=signature, verify=verify, problems=problems)
 
 
 def lower_if_needed(graph: Graph) -> None:

@@ -6,7 +6,8 @@ import shlex
 import click
 from rich.table import Table
 
-from graphtool.inspect import inspect_graph
+from graphtool.errors import InvalidGraphError
+from graphtool.inspect import inspect_graph, problem_summary
 
 from .common import common_options, console, emit_report, settings, signature_option
 
@@ -21,17 +22,23 @@ def command(graph: str, as_json: bool, report_path: str | None, signature: str |
     """Summarize GRAPH ('-': stdin): ops, inputs, outputs, devices, loops, parameters.
 
     Also shape-inference coverage, warnings about suspicious but legal structure, and a
-    ready-to-paste `dftool run` line."""
+    ready-to-paste `dftool run` line. A graph with problems (invalid nodes, ops dftool does not
+    know) is still summarised; every problem is listed (-v: every node of each unknown op, -vv:
+    their inputs and outputs), and the command then exits 3. A SavedModel's signatures are listed."""
     from graphtool.loader import load_graph_and_origin
 
-    loaded, saved_model = load_graph_and_origin(graph, signature=signature)
-    report = inspect_graph(loaded, graph)
+    build_problems: list[str] = []
+    loaded, saved_model = load_graph_and_origin(graph, signature=signature, verify=False, problems=build_problems)
+    report = inspect_graph(loaded, graph, build_problems)
     if saved_model is not None:
         add_saved_model(report, saved_model)
     # The report first: if --report cannot be written, the error is all that is printed.
     emit_report(report, as_json=as_json, report_path=report_path)
     if not settings.quiet:
-        render(report)
+        render(report, loaded if settings.verbose >= 2 else None)
+    summary = problem_summary(report)
+    if summary:
+        raise InvalidGraphError(f"{'<stdin>' if graph == '-' else graph}: {summary}")
 
 
 # --- tables -----------------------------------------------------------------------------------
@@ -86,7 +93,8 @@ def _tables(report: dict) -> list[Table]:
                  _signature_text(f["outputs"]), f["nodes"], ", ".join(f["callers"]) or "(none)"]
                 for f in report.get("functions", [])], ("nodes",)),
         _table("findings", ["kind", "node", "message"],
-               [[f["kind"], f["node"] or "", f["message"]] for f in report["findings"]]),
+               [[f["kind"], f["node"] or "", f["message"]] for f in report["findings"]
+                if f["kind"] != "unknown_op"]),   # the unknown-ops table has them
     ]
     return [t for t in tables if t.row_count]
 
@@ -126,11 +134,46 @@ def _signature_table(report: dict) -> list[Table]:
     return [_table("signatures (* loaded)", ["signature", "inputs", "outputs", "method"], rows)]
 
 
-def render(report: dict) -> None:
-    """The human-readable report on stderr; empty sections are left out."""
+def _problem_tables(report: dict, graph) -> list[Table]:
+    """Every problem, and the unknown ops (first nodes; -v every node; -vv each node's edges)."""
+    tables = [_table("problems (the graph is invalid)", ["#", "problem"],
+                     [[i + 1, p] for i, p in enumerate(report["problems"])], ("#",))]
+    shown = None if settings.verbose else 3
+    rows = []
+    for entry in report["unknown_ops"]:
+        names = entry["nodes"] if shown is None else entry["nodes"][:shown]
+        more = f", ... ({len(entry['nodes']) - shown} more; -v lists all)" \
+            if shown is not None and len(entry["nodes"]) > shown else ""
+        rows.append([entry["op"], entry["count"], ", ".join(names) + more])
+    tables.append(_table("unknown ops (opaque: kept as they are; fetches that need them cannot run)",
+                         ["op", "count", "nodes"], rows, ("count",)))
+    if graph is not None:
+        tables.append(_table("unknown-op nodes", ["node", "op", "inputs", "outputs (dtype shape)"],
+                             _opaque_node_rows(report, graph)))
+    return [t for t in tables if t.row_count]
+
+
+def _opaque_node_rows(report: dict, graph) -> list[list]:
+    from graphtool.ops import opaque
+
+    rows = []
+    for entry in report["unknown_ops"]:
+        for name in entry["nodes"]:
+            node = graph.node(name)
+            shapes = opaque.declared_shapes(node) or []
+            outputs = [f"{dtype} {shapes[i] if i < len(shapes) else '<unknown>'}"
+                       for i, dtype in enumerate(opaque.output_dtypes(node))]
+            inputs = [ref.name for ref in node.inputs] + ["^" + c.name for c in node.control_inputs]
+            rows.append([name, node.op, ", ".join(inputs), "; ".join(outputs)])
+    return rows
+
+
+def render(report: dict, graph=None) -> None:
+    """The human-readable report on stderr; empty sections are left out. With `graph` (-vv),
+    unknown-op nodes are shown one by one."""
     for line in _saved_model_lines(report) + _summary_lines(report):
         console.print(line, markup=False)
-    for table in _signature_table(report) + _tables(report):
+    for table in _signature_table(report) + _problem_tables(report, graph) + _tables(report):
         console.print()
         console.print(table)
     console.print()

@@ -106,6 +106,12 @@ def command(input_path, output_path, devices, cost_model_path, no_soft_placement
             console.print(_softened_table(result))
         if explain:
             console.print(_explain_table(result))
+        if result.opaque:
+            from graphtool.ops import opaque
+
+            info(f"note: {len(result.opaque)} node(s) of ops dftool does not know were placed without a "
+                 f"kernel check (on their requested device, or with their neighbours): "
+                 f"{opaque.describe(opaque.unknown_ops(graph.node(n) for n in result.opaque))}")
         info(f"placed {len(result.nodes)} node(s) on {len(result.devices)} device(s); estimated cost "
              f"{_seconds(result.total_cost)} (busiest device {_seconds(max(result.device_load.values(), default=0))}"
              f" + transfers {_seconds(result.transfer_seconds)})"

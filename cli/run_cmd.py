@@ -105,7 +105,8 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
     from graphtool.exec.session import Session
 
     feeds = collect_feeds(feed_pairs, feeds_file)
-    session = Session(load_graph(graph, signature=signature), device=device, threads=threads, check_numerics=check_numerics)
+    session = Session(load_graph(graph, signature=signature), device=device, threads=threads, check_numerics=check_numerics,
+                      source="<stdin>" if graph == "-" else graph)
     if session.lowering is not None:
         info(session.lowering.notice())
     fetch_list = list(fetches) or session.default_fetches()

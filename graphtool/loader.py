@@ -17,13 +17,15 @@ from .ir import Graph, from_graphdef
 from .saved_model.loader import SavedModelInfo, is_saved_model, load_saved_model
 
 
-def load_graph(path: str, *, signature: str | None = None, verify: bool = True) -> Graph:
-    """The IR of GRAPH; `signature` selects a SavedModel signature (UsageError for other inputs)."""
-    return load_graph_and_origin(path, signature=signature, verify=verify)[0]
+def load_graph(path: str, *, signature: str | None = None, verify: bool = True,
+               problems: list[str] | None = None) -> Graph:
+    """The IR of GRAPH; `signature` selects a SavedModel signature (UsageError for other inputs).
+    `problems`: see from_graphdef (a GraphDef that fails to build or verify is still returned)."""
+    return load_graph_and_origin(path, signature=signature, verify=verify, problems=problems)[0]
 
 
-def load_graph_and_origin(path: str, *, signature: str | None = None,
-                          verify: bool = True) -> tuple[Graph, SavedModelInfo | None]:
+def load_graph_and_origin(path: str, *, signature: str | None = None, verify: bool = True,
+                          problems: list[str] | None = None) -> tuple[Graph, SavedModelInfo | None]:
     """load_graph, plus what the SavedModel held (signatures, frozen variables) when it was one."""
     if is_saved_model(path):
         return load_saved_model(path, signature, verify=verify)
@@ -35,4 +37,4 @@ def load_graph_and_origin(path: str, *, signature: str | None = None,
                          f"SavedModel directories")
     graph_def = graph_io.load_graphdef(path)
     source = "<stdin>" if path == graph_io.STDIO else path
-    return from_graphdef(graph_def, source, verify=verify), None
+    return from_graphdef(graph_def, source, verify=verify, problems=problems), None

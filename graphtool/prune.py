@@ -33,6 +33,7 @@ from . import dtypes
 from .errors import InvalidGraphError, UsageError
 from .ir import Graph, Node, TensorRef, parse_tensor_name
 
+from .ops import opaque
 from .ops.core import FED_INPUT_OPS
 # Attr naming the original tensor a prune feed node stands for (underscore attrs are allowed on
 # any op by TensorFlow and ignored by it).
@@ -193,7 +194,7 @@ def _resolve_feeds(graph: Graph, feeds: Iterable[str], info) -> list[TensorRef]:
             raise UsageError(f"--feed {name}: the tensor lives inside while-loop frame '{frame.name}'; "
                              f"pruning keeps a loop whole, so it cannot be fed",
                              hint="feed a tensor outside the loop (e.g. the Enter's input)")
-        dtype = ref.node.spec.output_dtypes(ref.node)[ref.index].base if ref.node.spec else dtypes.INVALID
+        dtype = opaque.dtype_of(ref).base
         if dtype in (dtypes.resource, dtypes.variant):
             raise UsageError(f"--feed {name}: a {dtype} handle cannot be fed")
         if ref not in refs:
@@ -271,7 +272,9 @@ class _PrunedGraphBuilder:
     def _new_feed_node(self, index: int, ref: TensorRef, device: str) -> Node:
         dtype = self.shapes.dtype(ref).base
         if dtype is dtypes.INVALID:
-            raise UsageError(f"--feed {ref.full_name}: its dtype cannot be inferred ({ref.node.op})")
+            unknown = ", an op dftool does not know" if ref.node.spec is None else ""
+            raise UsageError(f"--feed {ref.full_name}: its dtype cannot be inferred ({ref.node.op}{unknown})",
+                             hint="feed a neighbouring tensor whose dtype is known")
         shape = self.shapes.shape(ref)
         temporary = self.graph.unique_name("_prune_feed")
         if self.call_frame:

@@ -14,7 +14,7 @@ from . import dtypes
 from .dtypes import DType
 from .errors import InvalidGraphError
 from .ir import Graph, Node, TensorRef
-from .ops import registry
+from .ops import opaque, registry
 from .ops.inference import HandleData, InferenceContext, PerOutput, relax
 from .shapes import Shape, ShapeError
 
@@ -98,9 +98,14 @@ def _sweep(order: list[Node], result: ShapeResult, overrides, strict: bool) -> b
 def infer_node(node: Node, result: ShapeResult, strict: bool = False) -> list[TensorInfo]:
     """Infer one node's outputs from the infos of its inputs already in `result` (not stored)."""
     spec = registry.lookup(node.op)
+    if spec is None:  # an opaque node: what the graph says about its outputs, and carry on
+        declared = opaque.declared_shapes(node) or []
+        return [TensorInfo(d, declared[i] if i < len(declared) else Shape.unknown())
+                for i, d in enumerate(opaque.output_dtypes(node))]
     num_outputs = node.num_outputs
     try:
-        out_dtypes = spec.output_dtypes(node) if spec else [dtypes.INVALID] * num_outputs
+        # A malformed type attr (an int where a type belongs) is verify()'s to report.
+        out_dtypes = [d if isinstance(d, DType) else dtypes.INVALID for d in spec.output_dtypes(node)]
     except Exception:
         out_dtypes = [dtypes.INVALID] * num_outputs
     shapes_in, dtypes_in, values_in, available, handles_in = [], [], [], [], []
@@ -113,7 +118,7 @@ def infer_node(node: Node, result: ShapeResult, strict: bool = False) -> list[Te
         dtypes_in.append(info.dtype)
         values_in.append(info.value)
         handles_in.append(info.handle)
-    if spec is None or spec.shape_fn is None:
+    if spec.shape_fn is None:
         return [TensorInfo(d, Shape.unknown()) for d in out_dtypes]
     ctx = InferenceContext(node, shapes_in, dtypes_in, values_in, available, out_dtypes, handles_in)
     try:

@@ -15,6 +15,7 @@ from ..errors import UsageError
 from ..functions.lowering import lower_functional_ops, needs_lowering
 from ..ir import Graph, TensorRef, parse_tensor_name
 from ..ops.core import FED_INPUT_OPS
+from ..ops import opaque
 from ..prune import fed_tensor_aliases, needed_nodes, retval_names
 from ..shape_inference import infer_shapes
 from ..shapes import Shape
@@ -39,13 +40,14 @@ class RunResult:
 
 class Session:
     def __init__(self, graph: Graph, device: Device | str = "cpu", threads: int | None = None,
-                 check_numerics: bool = False):
+                 check_numerics: bool = False, source: str | None = None):
         # TF2 function graphs run as v1 control flow: lower a copy (the caller's graph stays as it was).
         self.lowering = None
         if needs_lowering(graph):
             graph = graph.copy()
             self.lowering = lower_functional_ops(graph)
         self.graph = graph
+        self.source = source   # the file the graph came from, for error messages
         self.device = create_device(device) if isinstance(device, str) else device
         self.threads = threads
         self.check_numerics = check_numerics
@@ -121,6 +123,9 @@ class Session:
         if self.multi_device:  # a needed _Recv needs its _Send on another device
             needed = with_peer_sends(self.graph, needed, fed_nodes)
         fed_nodes &= needed
+        # Everything unknown that must execute, named at once (a fed node need not execute).
+        opaque.require_known([n for n in self.graph.nodes if n in needed and n not in fed_nodes],
+                             "run the fetches", source=self.source)
         for node in needed:
             if node.op in FED_INPUT_OPS and node not in fed_nodes:
                 raise UsageError(f"missing feed for placeholder '{node.name}' "

@@ -58,8 +58,11 @@ class ForwardInfo:
         """Only floating and complex values carry gradients (integers, bools, strings, resource
         handles do not), and variants holding them: a TensorList of floats carries a list of
         gradients, one of ints none; a variant nothing is known of counts as differentiable, as in
-        TensorFlow."""
+        TensorFlow. An output of an opaque node (an op dftool does not know) whose dtype nothing
+        tells may carry one: it counts, so the path check can name the op."""
         base = self.dtype(ref).base
+        if base is dtypes.INVALID and ref.node.spec is None:
+            return True
         if base is dtypes.variant:
             found = self.shapes.info.get(ref)
             element = found.handle.dtype if found is not None and found.handle is not None else None
