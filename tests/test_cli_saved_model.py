@@ -22,7 +22,7 @@ def _manifest(case):
     return json.loads((MODELS / case / "manifest.json").read_text())
 
 
-RUNS = [(case, signature) for case in ("keras_lstm", "module_two_signatures", "tf1_resource")
+RUNS = [(case, signature) for case in ("keras_lstm", "module_two_signatures", "tf1_resource", "tf1_ref_variables")
         for signature in _manifest(case)["recorded"]]
 
 
@@ -108,6 +108,19 @@ def test_inspect_lists_every_signature():
     assert "* iterate" in text and "serving_default" in text and "ids: int32[?]" in text
 
 
+def test_prune_feeds_by_signature_key(tmp_path):
+    feeds, expected = _files("module_two_signatures", "iterate")
+    code, _, err = run_dftool("prune", MODELS / "module_two_signatures" / "model", tmp_path / "p.pb", "--signature",
+                              "iterate", "--fetch", "y", "--feed", "x", "--feed", "n", "--feed", "ids", "--json",
+                              "--report", tmp_path / "r.json")
+    assert code == 0, err
+    fed = {f["tensor"]: f["node"] for f in json.loads((tmp_path / "r.json").read_text())["feeds"]}
+    assert fed == {"iterate_x:0": "iterate_x", "iterate_n:0": "iterate_n", "iterate_ids:0": "iterate_ids"}
+    code, _, err = run_dftool("run", tmp_path / "p.pb", "--feeds", feeds, "--fetch", "y", "--expect", expected,
+                              *TOLERANCE)
+    assert code == 0, err
+
+
 def test_prune_from_saved_model_piped_to_run():
     feeds, expected = _files("keras_lstm", "serving_default")
     code, graph, err = run_dftool("prune", MODELS / "keras_lstm" / "model", "-", "--fetch", "output_0", binary=True)
@@ -119,6 +132,7 @@ def test_prune_from_saved_model_piped_to_run():
 
 
 @pytest.mark.parametrize("case, signature", [("tf1_resource", "serving_default"),
+                                             ("tf1_ref_variables", "serving_default"),
                                              ("module_two_signatures", "iterate"),
                                              ("keras_lstm", "serving_default")])
 def test_gradients_match_tensorflow(tmp_path, case, signature):

@@ -129,10 +129,29 @@ def test_assigned_variable_is_kept_and_reported():
     assert g.node("v").op == "VarHandleOp" and g.node("read").op == "ReadVariableOp"
 
 
+def test_reference_variable_becomes_a_const():
+    """VariableV2 -> RefIdentity -> MatMul: the Ref op becomes its value form; an Assign through
+    the reference keeps a variable as it is."""
+    g = Graph()
+    x = placeholder(g, "x", [1, 2])
+    v = g.add_node("VariableV2", "v", attrs={"dtype": F32, "shape": [2, 2]})
+    op(g, "MatMul", "y", x, g.add_node("RefIdentity", "v/ref", [v.output(0)], attrs={"T": F32}))
+    kept = g.add_node("VariableV2", "counter", attrs={"dtype": F32, "shape": []})
+    g.add_node("Assign", "counter/assign", [kept.output(0), const(g, "zero", 0.0).output(0)], attrs={"T": F32})
+    value = np.array([[1, 2], [3, 4]], np.float32)
+    report = freeze_variables(g, {"v": value, "counter": np.float32(1)})
+    g.verify()
+    assert report.frozen == ["v"] and "Assign 'counter/assign'" in report.kept["counter"]
+    assert g.node("v").op == "Const" and g.node("v/ref").op == "Identity"
+    out = Session(g).run(["y"], {"x": np.array([[1, 1]], np.float32)}).values[0]
+    np.testing.assert_array_equal(out, [[4, 6]])
+
+
 @pytest.mark.parametrize("case, expected", [
     ("tf1_resource", {"dense/kernel": "dense/kernel", "dense/bias": "dense/bias", "embedding": "embedding",
                       "gain": "gain"}),
     ("module_two_signatures", {name: f"{name}/.ATTRIBUTES/VARIABLE_VALUE" for name in ("w", "b", "m", "scale", "table")}),
+    ("tf1_ref_variables", {"w": "w", "b": "b"}),
 ])
 def test_checkpoint_keys_follow_the_restore_op(case, expected):
     saved = SavedModel()

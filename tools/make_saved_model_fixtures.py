@@ -246,6 +246,40 @@ def _tf1_resource(out: Path, graph, rng):
     return runs, "TF1 graph, v1 control flow, resource variables, SavedModelBuilder"
 
 
+@case
+def tf1_ref_variables(out: Path):
+    """A classic TF1 graph: reference variables (VariableV2, read through their `read` Identity
+    inside a v1 while loop and a v1 cond), saved with the v1 SavedModelBuilder."""
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    rng = np.random.default_rng(5)
+    graph = tf.Graph()
+    v1.disable_control_flow_v2()
+    try:
+        with graph.as_default():
+            x = v1.placeholder(tf.float32, [None, 4], name="x")
+            w = v1.get_variable("w", initializer=rng.standard_normal((4, 4)).astype(np.float32) * 0.5,
+                                use_resource=False)
+            b = v1.get_variable("b", initializer=rng.standard_normal(4).astype(np.float32), use_resource=False)
+            _, h = v1.while_loop(lambda i, h: i < 2, lambda i, h: (i + 1, tf.nn.relu(tf.matmul(h, w) + b)),
+                                 (tf.constant(0), x))
+            probs = tf.nn.softmax(v1.cond(tf.reduce_sum(h) > 0.0, lambda: h * 2.0, lambda: h + b), name="probs")
+            with v1.Session(graph=graph) as session:
+                session.run(v1.global_variables_initializer())
+                builder = v1.saved_model.Builder(str(out))
+                sig = v1.saved_model.predict_signature_def({"x": x}, {"probs": probs})
+                builder.add_meta_graph_and_variables(session, ["serve"], signature_def_map={"serving_default": sig})
+                builder.save()
+                grad_x = v1.gradients(tf.reduce_sum(probs), x)[0]
+                feeds = {"x": rng.standard_normal((3, 4)).astype(np.float32)}
+                value, grad = session.run([probs, grad_x], {x: feeds["x"]})
+    finally:
+        v1.enable_control_flow_v2()
+    return {"serving_default": (feeds, {"probs": value}, {"probs/x": grad})}, \
+        "TF1 graph, reference variables (VariableV2), v1 control flow, SavedModelBuilder"
+
+
 # --- tensor bundles ------------------------------------------------------------------------------
 
 def _bundle_values(rng) -> dict:

@@ -13,6 +13,11 @@ Identity, ResourceGather by GatherV2 (axis 0), VarIsInitializedOp by a true Cons
 TensorFlow's convert_variables_to_constants_v2 does after lowering functional control flow.
 A handle with any other use (an assignment, a call that was not inlined) is left as it is and
 reported: its value could change while the graph runs.
+
+TF1 reference variables (VariableV2) are frozen the same way: the variable becomes a Const, the
+Ref* control-flow ops that carried its reference become their value forms (RefEnter -> Enter, ...),
+and every other consumer already reads it as a value; one that writes through the reference
+(Assign, ScatterUpdate, ...) keeps the variable as it is.
 """
 from __future__ import annotations
 
@@ -26,6 +31,10 @@ from ..proto.attr_value_pb2 import AttrValue
 from ..tensor import from_ndarray
 
 FORWARDING_OPS = frozenset({"Identity", "IdentityN", "Enter", "Merge", "Switch", "NextIteration", "Exit"})
+REF_VARIABLE_OPS = frozenset({"VariableV2", "Variable"})
+# Ops that pass a reference on, and what they become once it is a plain value.
+_REF_FORWARDING = {"RefIdentity": "Identity", "RefEnter": "Enter", "RefSwitch": "Switch", "RefMerge": "Merge",
+                   "RefNextIteration": "NextIteration", "RefExit": "Exit"}
 READER_OPS = frozenset({"ReadVariableOp", "ResourceGather", "VarIsInitializedOp"})
 # Attrs that describe a resource's handle data; meaningless once the tensor is a plain value.
 _HANDLE_ATTRS = ("_handle_dtypes", "_handle_shapes", "_output_shapes")
@@ -39,10 +48,14 @@ class FreezeReport:
 
 
 def freeze_variables(graph: Graph, values: dict[str, np.ndarray]) -> FreezeReport:
-    """Replace each VarHandleOp named in `values` (node name -> value) and its readers, in place."""
+    """Replace each variable (VarHandleOp, VariableV2) named in `values` (node name -> value) and
+    its readers, in place."""
     report = FreezeReport()
     for name, value in values.items():
         node = graph.get(name)
+        if node is not None and node.op in REF_VARIABLE_OPS:
+            _freeze_ref_variable(graph, node, value, report)
+            continue
         if node is None or node.op != "VarHandleOp":
             continue
         chain = _read_only_chain(node)
@@ -93,6 +106,40 @@ def _read_only_chain(handle: Node):
             else:
                 return f"used by {consumer.op} '{consumer.name}'"
     return forwarding, readers
+
+
+def _freeze_ref_variable(graph: Graph, variable: Node, value, report: FreezeReport) -> None:
+    chain = _ref_chain(variable)
+    if isinstance(chain, str):
+        report.kept[variable.name] = chain
+        return
+    dtype = variable.attr("dtype").base
+    for node in chain:
+        replacement = graph.add_node(_REF_FORWARDING[node.op], graph.unique_name(node.name + "/frozen"),
+                                     node.inputs, node.control_inputs, dict(node.attrs), node.device)
+        _take_over(graph, node, replacement)
+    const = _replace_with_const(graph, variable, np.asarray(value, dtype=dtype.numpy), dtype)
+    report.frozen.append(const.name)
+
+
+def _ref_chain(variable: Node):
+    """The Ref* forwarding nodes the reference reaches, or why the variable cannot be frozen."""
+    chain: list[Node] = []
+    stack = [variable]
+    while stack:
+        node = stack.pop()
+        for consumer, slot in node.uses():
+            if consumer.op in _REF_FORWARDING:
+                if consumer not in chain:
+                    chain.append(consumer)
+                    stack.append(consumer)
+                continue
+            spec = consumer.spec
+            if spec is None:
+                return f"used by {consumer.op} '{consumer.name}', an op dftool does not know"
+            if spec.input_dtypes(consumer)[slot].is_ref:
+                return f"written through its reference by {consumer.op} '{consumer.name}'"
+    return chain
 
 
 def _replace_with_const(graph: Graph, handle: Node, value: np.ndarray, dtype) -> Node:

@@ -31,7 +31,7 @@ from ..functions.lowering import lower_functional_ops, needs_lowering
 from ..ir import Graph, from_graphdef
 from ..proto.graph_pb2 import GraphDef
 from ..prune import SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUT_ATTR, prune
-from .freeze import FreezeReport, freeze_variables
+from .freeze import REF_VARIABLE_OPS, FreezeReport, freeze_variables
 from .reader import (DEFAULT_SIGNATURE, Signature, find_saved_model, read_saved_model, select_signature,
                      serving_meta_graph, signatures)
 from .restore_map import checkpoint_keys
@@ -127,7 +127,7 @@ def _lower(graph: Graph) -> bool:
 
 def _read_variables(graph: Graph, keys: dict[str, str], prefix: Path, source: str) -> dict[str, np.ndarray]:
     """Values of the graph's variable handles from the bundle, checked against their attrs."""
-    handles = [n for n in graph.nodes if n.op == "VarHandleOp"]
+    handles = [n for n in graph.nodes if n.op == "VarHandleOp" or n.op in REF_VARIABLE_OPS]
     if not handles:
         return {}
     missing = [n.name for n in handles if n.name not in keys]
@@ -141,7 +141,7 @@ def _read_variables(graph: Graph, keys: dict[str, str], prefix: Path, source: st
         if key not in reader:
             raise CheckpointError(f"{reader.index_path}: no tensor '{key}' (the value of variable '{node.name}')")
         value = reader.read(key)
-        want = node.attr("dtype")
+        want = node.attr("dtype").base
         if dtypes.from_numpy(value.dtype) is not want and not (want is dtypes.string and value.dtype == object):
             raise CheckpointError(f"{reader.index_path}: tensor '{key}' is {reader.entry(key).dtype}, "
                                   f"variable '{node.name}' holds {want}")
