@@ -73,9 +73,12 @@ def load_graph(path: str, *, verify: bool = True, problems: list[str] | None = N
     """Read GRAPH (file, '-', or a SavedModel with `signature`) into the IR; InvalidGraphError
     (exit 3) names the file on failure. With a `problems` list, a graph that fails to build or
     verify is still returned and what is wrong with it is appended to the list (see from_graphdef)."""
-    from graphtool.loader import load_graph as load
+    from graphtool.loader import load_graph_and_origin
 
-    return load(path, signature=signature, verify=verify, problems=problems)
+    graph, saved_model = load_graph_and_origin(path, signature=signature, verify=verify, problems=problems)
+    if saved_model is not None:
+        info(saved_model.notice())
+    return graph
 
 
 def lower_if_needed(graph: Graph) -> None:

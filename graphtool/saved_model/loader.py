@@ -49,6 +49,12 @@ class SavedModelInfo:
     variables: dict[str, str] = field(default_factory=dict)   # frozen node -> checkpoint key
     lowered: bool = False
 
+    def notice(self) -> str:
+        """The one line commands print on stderr after loading."""
+        sig = self.signature
+        return (f"SavedModel {self.path}: signature '{sig.key}' ({len(sig.inputs)} input(s), {len(sig.outputs)} "
+                f"output(s)), {len(self.variables)} variable(s) frozen" + (", functions lowered" if self.lowered else ""))
+
     def to_json(self) -> dict:
         return {"path": self.path, "tags": self.tags, "signature": self.signature.key,
                 "signatures": [s.to_json() for s in self.signatures.values()],
