@@ -65,13 +65,6 @@ def is_saved_model(path: str) -> bool:
     return find_saved_model(path) is not None
 
 
-def describe_saved_model(path: str) -> tuple[list[str], dict[str, Signature]]:
-    """(tags of the serving MetaGraph, its signatures) without loading the graph."""
-    file = find_saved_model(path)
-    meta = serving_meta_graph(read_saved_model(file), path)
-    return list(meta.meta_info_def.tags), signatures(meta, path)
-
-
 def load_saved_model(path: str, signature: str | None = None, *, verify: bool = True) -> tuple[Graph, SavedModelInfo]:
     """The frozen graph of one signature (default serving_default) of the SavedModel at `path`
     (its directory or its saved_model.pb(.pbtxt)). UsageError (exit 2) for an unknown signature,
