@@ -184,6 +184,14 @@ def test_unknown_signature_lists_the_available_ones():
     assert line.endswith("module_two_signatures/model has no such signature (available: iterate, serving_default)")
 
 
+def test_missing_feed_is_named_by_its_key():
+    code, _, err = run_dftool("run", MODELS / "keras_lstm" / "model", "-q")
+    assert code == 2
+    assert error_line(err) == ("error: missing feed for signature input 'input_1' (placeholder "
+                               "'serving_default_input_1', int32 [?,6]) (hint: pass --feed input_1=FILE.npy or put "
+                               "'input_1' in --feeds)")
+
+
 def test_signature_on_a_graphdef_is_a_usage_error():
     graph = REPO_ROOT / "tests" / "fixtures" / "tf" / "cond" / "graph.pb"
     code, _, err = run_dftool("inspect", graph, "--signature", "serving_default")
