@@ -123,6 +123,8 @@ class _Context:
         """The instantiated body, with its own functional ops already lowered."""
         body = instantiate(self.graph.library, func_name, call_attrs, caller.name)
         _lower_graph(body.graph, self.report, self.depth + 1)
+        # A lowered node's replacement keeps its name; control outputs must point at it.
+        body.control_outputs = [body.graph.node(n.name) for n in body.control_outputs]
         return body
 
     def func_body(self, node: Node, attr_name: str) -> FunctionBody:
