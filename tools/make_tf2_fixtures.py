@@ -20,13 +20,15 @@ Run with a TensorFlow 2.21 venv (the project itself never needs TensorFlow), e.g
     /work/tfenv/bin/python tools/make_tf2_fixtures.py --only tf2_while
     /work/tfenv/bin/python tools/make_tf2_fixtures.py --list
 
-Every case is built in a fresh Python process: TensorFlow names functions and Keras names layers
-with process-wide counters, so only a fresh process gives the same names whatever else ran before.
+Every case is built in a fresh Python process (with PYTHONHASHSEED=0): TensorFlow names functions
+and Keras names layers with process-wide counters, and freezing walks Python sets, so only a fresh
+process with a fixed hash seed gives the same names and node order whatever else ran before.
 Each case is seeded (crc32 of its name), runs single-threaded with deterministic kernels, and the
 files are written deterministically, so a re-run gives no git diff. Nothing is downloaded: Keras
 applications are built with `weights=None` and seeded random weights.
 """
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -61,8 +63,9 @@ def main(argv=None):
                 shutil.rmtree(stale.parent)
     for name in args.only or REGISTRY:
         print(f"{name} ...", end=" ", file=sys.stderr, flush=True)
+        # PYTHONHASHSEED: freezing walks Python sets, which would reorder graph.pb's nodes
         subprocess.run([sys.executable, __file__, "--worker", name, "--out", str(args.out)],
-                       check=True)
+                       check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     write_manifest(args.out)
     return 0
 

@@ -56,11 +56,49 @@ def session_config():
     return config
 
 
+# Set by Python-side tracing, nondeterministically for frozen Keras graphs; no runtime meaning.
+UNSTABLE_ATTRS = ("_has_manual_control_dependencies",)
+
+
+def canonical(graph_def):
+    """A copy without UNSTABLE_ATTRS or unused placeholders, its nodes sorted by name.
+
+    Freezing (grappler's inlining inside convert_variables_to_constants_v2) emits nodes in an
+    order that varies from run to run; the importer re-orders them topologically, starting from
+    this fixed order, so graph.pb comes out the same every time."""
+    out = type(graph_def)()
+    out.CopyFrom(graph_def)
+    _drop_unused_placeholders(out)
+    nodes = sorted(out.node, key=lambda node: node.name)
+    del out.node[:]
+    out.node.extend(nodes)
+    for node in [*out.node, *(n for f in out.library.function for n in f.node_def)]:
+        for attr in UNSTABLE_ATTRS:
+            if attr in node.attr:
+                del node.attr[attr]
+    return out
+
+
+UNUSED_PREFIX = "unused_control_flow_input"
+
+
+def _drop_unused_placeholders(graph_def):
+    """Freezing with lower_control_flow=True leaves consumer-less Placeholders named
+    unused_control_flow_input[_N], in a number and order that vary from run to run; they
+    compute nothing, so they are dropped (the only edit to what TensorFlow made)."""
+    used = {name.lstrip("^").split(":")[0] for node in graph_def.node for name in node.input}
+    keep = [node for node in graph_def.node
+            if not (node.name.startswith(UNUSED_PREFIX) and node.op == "Placeholder")]
+    assert not used & ({node.name for node in graph_def.node} - {n.name for n in keep})
+    del graph_def.node[:]
+    graph_def.node.extend(keep)
+
+
 def run_graph(artifact):
     """(exported GraphDef with _output_shapes, expected values, gradients) of graph.pb."""
     graph = tf.Graph()
     with graph.as_default():
-        tf.graph_util.import_graph_def(artifact.graph_def, name="")
+        tf.graph_util.import_graph_def(canonical(artifact.graph_def), name="")
         grads = None
         if artifact.grad_y is not None and artifact.grads is None:
             y = graph.get_tensor_by_name(artifact.grad_y)
