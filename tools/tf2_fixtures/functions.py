@@ -28,8 +28,7 @@ def tf2_while(rng):
         return {"h": h, "s": s}
 
     feeds = {"x:0": rng.standard_normal(4).astype(np.float32), "n:0": np.int32(6)}
-    return function_artifact(f, feeds, weights={"w:0": w_value}, y=0,
-                             info={"parallel_iterations": 4})
+    return function_artifact(f, feeds, weights={"w:0": w_value}, y=0)
 
 
 @case("tf2_cond", FAMILY,
@@ -113,8 +112,7 @@ def tf2_map_fn(rng):
                          parallel_iterations=4)
         return {"rows": rows}
 
-    return function_artifact(f, {"x:0": rng.standard_normal((5, 3)).astype(np.float32)}, y=0,
-                             info={"parallel_iterations": 4})
+    return function_artifact(f, {"x:0": rng.standard_normal((5, 3)).astype(np.float32)}, y=0)
 
 
 @case("tf2_while_calls_function", FAMILY,
@@ -133,8 +131,7 @@ def tf2_while_calls_function(rng):
         return {"h": h}
 
     feeds = {"x:0": rng.standard_normal((2, 3)).astype(np.float32), "n:0": np.int32(4)}
-    return function_artifact(f, feeds, weights={"u:0": u_value}, y=0,
-                             info={"parallel_iterations": 3})
+    return function_artifact(f, feeds, weights={"u:0": u_value}, y=0)
 
 
 @case("tf2_nested_while", FAMILY,
@@ -154,7 +151,7 @@ def tf2_nested_while(rng):
         return {"v": v}
 
     feeds = {"x:0": rng.standard_normal(4).astype(np.float32) * 0.5, "n:0": np.int32(3)}
-    return function_artifact(f, feeds, y=0, info={"parallel_iterations": 2})
+    return function_artifact(f, feeds, y=0)
 
 
 @case("tf2_symbolic_gradient", FAMILY,

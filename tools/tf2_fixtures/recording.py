@@ -36,7 +36,7 @@ class Artifact:
     grad_y: str = None                   # fetch whose sum is differentiated
     grad_xs: list = field(default_factory=list)   # feeds and/or weight Consts ("name:0")
     grads: dict = None                   # x -> tape gradient; None: tf.gradients of graph.pb
-    info: dict = field(default_factory=dict)      # extra case.json entries (lowered, ...)
+    info: dict = field(default_factory=dict)      # extra case.json entries ("lowered", ...)
 
 
 def seed_everything(name):
@@ -147,7 +147,10 @@ def save_case(spec, artifact, graph_def, expected, grads, root):
     (directory / "graph.pb").write_bytes(graph_def.SerializeToString(deterministic=True))
     write_npz(directory / "feeds.npz", artifact.feeds)
     write_npz(directory / "expected.npz", expected)
-    functions = sorted({node.op for f in graph_def.library.function for node in f.node_def})
+    function_nodes = [node for f in graph_def.library.function for node in f.node_def]
+    functions = sorted({node.op for node in function_nodes})
+    loops = sorted({node.attr["parallel_iterations"].i for node in [*graph_def.node, *function_nodes]
+                    if node.op in ("While", "StatelessWhile", "Enter")})
     info = {
         "name": spec.name,
         "family": spec.family,
@@ -162,6 +165,7 @@ def save_case(spec, artifact, graph_def, expected, grads, root):
         "notes": spec.notes,
         "slow": spec.slow,
         "cpu_devices": 1,
+        "parallel_iterations": loops,  # of every loop (While ops, Enter nodes)
         "extra_runs": [],
         **artifact.info,
     }
