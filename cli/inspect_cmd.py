@@ -1,30 +1,37 @@
 """`dftool inspect GRAPH`: what a graph contains, as tables on stderr and/or a JSON report."""
 from __future__ import annotations
 
+import shlex
+
 import click
 from rich.table import Table
 
 from graphtool.errors import InvalidGraphError
 from graphtool.inspect import inspect_graph, problem_summary
 
-from .common import common_options, console, emit_report, load_graph, settings
+from .common import common_options, console, emit_report, settings, signature_option
 
 
 @click.command("inspect")
 @click.argument("graph", metavar="GRAPH")
 @click.option("--json", "as_json", is_flag=True, help="Write the JSON report to stdout.")
 @click.option("--report", "report_path", metavar="FILE", help="Write the JSON report to FILE.")
+@signature_option
 @common_options
-def command(graph: str, as_json: bool, report_path: str | None) -> None:
+def command(graph: str, as_json: bool, report_path: str | None, signature: str | None) -> None:
     """Summarize GRAPH ('-': stdin): ops, inputs, outputs, devices, loops, parameters.
 
     Also shape-inference coverage, warnings about suspicious but legal structure, and a
     ready-to-paste `dftool run` line. A graph with problems (invalid nodes, ops dftool does not
     know) is still summarised; every problem is listed (-v: every node of each unknown op, -vv:
-    their inputs and outputs), and the command then exits 3."""
+    their inputs and outputs), and the command then exits 3. A SavedModel's signatures are listed."""
+    from graphtool.loader import load_graph_and_origin
+
     build_problems: list[str] = []
-    loaded = load_graph(graph, verify=False, problems=build_problems)
+    loaded, saved_model = load_graph_and_origin(graph, signature=signature, verify=False, problems=build_problems)
     report = inspect_graph(loaded, graph, build_problems)
+    if saved_model is not None:
+        add_saved_model(report, saved_model)
     # The report first: if --report cannot be written, the error is all that is printed.
     emit_report(report, as_json=as_json, report_path=report_path)
     if not settings.quiet:
@@ -92,6 +99,41 @@ def _tables(report: dict) -> list[Table]:
     return [t for t in tables if t.row_count]
 
 
+# --- SavedModels ------------------------------------------------------------------------------
+
+def add_saved_model(report: dict, info) -> None:
+    """Every signature of the SavedModel in the report; the run line feeds signature keys."""
+    report["saved_model"] = info.to_json()
+    words = ["dftool", "run", info.path]
+    if info.signature.key != "serving_default":
+        words += ["--signature", info.signature.key]
+    for tensor in info.signature.inputs:
+        words += ["--feed", f"{tensor.key}={tensor.key.replace('/', '_')}.npy"]
+    report["run_command"] = " ".join(shlex.quote(word) for word in words)
+
+
+def _saved_model_lines(report: dict) -> list[str]:
+    saved = report.get("saved_model")
+    if not saved:
+        return []
+    return [f"SavedModel {saved['path']} (tags {','.join(saved['tags'])}): signature '{saved['signature']}' "
+            f"loaded, {saved['variables_frozen']} variable(s) frozen"
+            + (", functions lowered" if saved["lowered_functions"] else "")]
+
+
+def _signature_table(report: dict) -> list[Table]:
+    saved = report.get("saved_model")
+    if not saved:
+        return []
+
+    def tensors(entries):
+        return ", ".join(f"{t['key']}: {t['dtype']}{_shape_text(t['shape'])}" for t in entries)
+
+    rows = [[("* " if s["name"] == saved["signature"] else "  ") + s["name"], tensors(s["inputs"]),
+             tensors(s["outputs"]), s["method"]] for s in saved["signatures"]]
+    return [_table("signatures (* loaded)", ["signature", "inputs", "outputs", "method"], rows)]
+
+
 def _problem_tables(report: dict, graph) -> list[Table]:
     """Every problem, and the unknown ops (first nodes; -v every node; -vv each node's edges)."""
     tables = [_table("problems (the graph is invalid)", ["#", "problem"],
@@ -129,9 +171,9 @@ def _opaque_node_rows(report: dict, graph) -> list[list]:
 def render(report: dict, graph=None) -> None:
     """The human-readable report on stderr; empty sections are left out. With `graph` (-vv),
     unknown-op nodes are shown one by one."""
-    for line in _summary_lines(report):
+    for line in _saved_model_lines(report) + _summary_lines(report):
         console.print(line, markup=False)
-    for table in _problem_tables(report, graph) + _tables(report):
+    for table in _signature_table(report) + _problem_tables(report, graph) + _tables(report):
         console.print()
         console.print(table)
     console.print()

@@ -16,7 +16,7 @@ from ..functions.lowering import lower_functional_ops, needs_lowering
 from ..ir import Graph, TensorRef, parse_tensor_name
 from ..ops.core import FED_INPUT_OPS
 from ..ops import opaque
-from ..prune import fed_tensor_aliases, needed_nodes, retval_names
+from ..prune import SIGNATURE_INPUT_ATTR, fed_tensor_aliases, needed_nodes, retval_names
 from ..shape_inference import infer_shapes
 from ..shapes import Shape
 from .devices import Device, create_device
@@ -128,9 +128,12 @@ class Session:
                              "run the fetches", source=self.source)
         for node in needed:
             if node.op in FED_INPUT_OPS and node not in fed_nodes:
-                raise UsageError(f"missing feed for placeholder '{node.name}' "
-                                 f"({self._describe(node.output(0))})",
-                                 hint=f"pass --feed {node.name}=FILE.npy or put '{node.name}' in --feeds")
+                # A SavedModel signature input is named by its key (the name users know).
+                key = node.attr(SIGNATURE_INPUT_ATTR) if node.has_attr(SIGNATURE_INPUT_ATTR) else node.name
+                what = f"signature input '{key}' (placeholder '{node.name}', " if key != node.name else \
+                    f"placeholder '{node.name}' ("
+                raise UsageError(f"missing feed for {what}{self._describe(node.output(0))})",
+                                 hint=f"pass --feed {key}=FILE.npy or put '{key}' in --feeds")
         for node in fed_nodes:
             consumed_ports = {ref.index for ref in checked if ref.node is node}
             for consumer, slot in node.uses():
