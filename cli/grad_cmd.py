@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from graphtool.errors import UsageError
+from graphtool.errors import InvalidGraphError, UsageError
 
 from .common import common_options, console, emit_report, info, load_graph, lower_if_needed, save_graph, settings, signature_option
 
@@ -46,7 +46,10 @@ def command(input_path, output_path, y, xs, prefix, text, as_json, report, signa
     if not chosen:
         raise UsageError(f"no --x given, and y '{y}' depends on no floating Variable or Const of rank >= 1",
                          hint="name the tensors to differentiate with respect to with --x")
-    result = add_gradients(graph, y, chosen, prefix)
+    try:
+        result = add_gradients(graph, y, chosen, prefix)
+    except InvalidGraphError as exc:   # e.g. unknown ops on the path: say which file
+        raise InvalidGraphError(f"{'<stdin>' if input_path == '-' else input_path}: {exc}", hint=exc.hint) from None
     save_graph(graph, output_path, text=text)
 
     if not settings.quiet:

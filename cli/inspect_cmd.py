@@ -177,5 +177,10 @@ def render(report: dict, graph=None) -> None:
         console.print()
         console.print(table)
     console.print()
-    console.print("run it with:", markup=False)
+    if report["run_command"] is None:
+        console.print("nothing runs: every output needs an op dftool does not know", markup=False)
+        return
+    blocked = sum(1 for o in report["outputs"] if o.get("needs_unknown_ops"))
+    console.print("run it with:" if not blocked else
+                  f"run it with ({blocked} output(s) needing unknown ops left out):", markup=False)
     console.print(f"  {report['run_command']}", markup=False, soft_wrap=True)

@@ -44,6 +44,11 @@ def collect_feeds(feed_pairs: tuple[str, ...], feeds_file: str | None) -> dict[s
 
 def save_outputs(path: str, fetches: list[str], values: list[np.ndarray]) -> None:
     """Write results as .npz keyed by the fetch strings exactly as given (atomically)."""
+    for name, value in zip(fetches, values):
+        if value.dtype == object and any(not isinstance(v, (bytes, str)) for v in value.ravel()):
+            kind = type(next(v for v in value.ravel() if not isinstance(v, (bytes, str)))).__name__
+            raise UsageError(f"--output: fetch '{name}' is a variant ({kind}), which has no array form",
+                             hint="fetch what it holds instead (e.g. a TensorListStack of a list)")
     buffer = io.BytesIO()
     np.savez(buffer, **dict(zip(fetches, values)))
     graph_io.write_atomic(path, buffer.getvalue())

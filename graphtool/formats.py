@@ -112,8 +112,12 @@ def _zip(data: bytes) -> Foreign | None:
 
 
 def _tflite(data: bytes) -> Foreign | None:
-    # A flatbuffer starts with the root table offset, then the 4-byte file identifier.
-    if len(data) >= 8 and data[4:8] == b"TFL3":
+    # A flatbuffer starts with the root table offset (4-byte aligned, inside the file), then the
+    # 4-byte file identifier. The alignment also rules out a GraphDef, whose first byte is 0x0a.
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        return None
+    (root,) = struct.unpack("<I", data[:4])
+    if root % 4 == 0 and 8 <= root < len(data):
         return Foreign("tflite", "a TensorFlow Lite flatbuffer (.tflite)",
                        "dftool reads TensorFlow graphs; use the SavedModel or frozen GraphDef the "
                        ".tflite file was converted from")
@@ -136,17 +140,25 @@ def _tfrecord(data: bytes) -> Foreign | None:
     if length_crc != _masked_crc32c(data[:8]) or len(data) < 16 + length:
         return None
     payload = _walk(data[12:12 + length])
-    if payload and any(f == 3 and w == _LEN and v.startswith(b"brain.Event:") for f, w, v in payload):
+    if payload and any(f == 3 and w == _LEN and bytes(v[:12]) == b"brain.Event:" for f, w, v in payload):
         return Foreign("events", "a TensorFlow event file (TensorBoard summaries)",
-                       "event files hold summaries; a graph written there is not the model: pass "
-                       "the GraphDef or SavedModel that was logged")
+                       "it holds TensorBoard summaries, not a model: pass the GraphDef or SavedModel "
+                       "itself (a graph logged there reads back with "
+                       "tf.compat.v1.train.summary_iterator as event.graph_def)")
     return Foreign("tfrecord", "a TFRecord file (records, e.g. for tf.data)", None)
+
+
+def _starts_with_varint_field_1(data: bytes) -> bool:
+    """Field 1 as a varint: never a GraphDef (its field 1 is a message), so the walk is worth it."""
+    return data[:1] == b"\x08"
 
 
 def _onnx(data: bytes) -> Foreign | None:
     """ModelProto: ir_version (1, varint) and graph (7) / opset_import (8) messages."""
+    if not _starts_with_varint_field_1(data):
+        return None
     fields = _walk(data)
-    if not fields or (fields[0][0], fields[0][1]) != (1, _VARINT):
+    if not fields:
         return None
     numbers = {(f, w) for f, w, _ in fields}
     if (7, _LEN) in numbers or (8, _LEN) in numbers:
@@ -158,6 +170,8 @@ def _onnx(data: bytes) -> Foreign | None:
 
 def _saved_model(data: bytes) -> Foreign | None:
     """SavedModel: saved_model_schema_version (1, varint) and meta_graphs (2, MetaGraphDef)."""
+    if not _starts_with_varint_field_1(data):
+        return None
     fields = _walk(data)
     if not fields or any((f, w) not in ((1, _VARINT), (2, _LEN)) for f, w, _ in fields):
         return None
@@ -208,8 +222,9 @@ def _first_text_field(data: bytes) -> str | None:
 
 def _walk(data: bytes, limit: int = 4096):
     """The top-level (field number, wire type, value) of a protobuf message, or None when the bytes
-    are not a well-formed message. Values of length-delimited fields are bytes, others ints.
+    are not a well-formed message. Values of length-delimited fields are memoryviews, others ints.
     Only the first `limit` fields are read: the shape of a file shows in its first fields."""
+    data = memoryview(data)   # values are slices without copies (a GraphDef may be large)
     fields, pos, end = [], 0, len(data)
     try:
         while pos < end and len(fields) < limit:

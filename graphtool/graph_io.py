@@ -1,6 +1,8 @@
 """The one door in and out: read and write GraphDef files (binary .pb, text .pbtxt, `-` for stdio).
 
-On stdin the format is detected: binary first, then text. Writes are atomic: the bytes go to a
+On stdin the format is detected: binary first, then text. Files in another format (ONNX, Keras,
+TFLite, event files, SavedModel/MetaGraphDef protos, checkpoints) are recognised by
+graphtool.formats and refused by name with a hint. Writes are atomic: the bytes go to a
 temporary file next to the target, which is renamed over it only when complete, so a failed command
 never leaves a half-written or clobbered output.
 """

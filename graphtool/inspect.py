@@ -20,6 +20,7 @@ from .functions.library import summarize_functions
 from .ir import Graph, Node, TensorRef
 from .ops import opaque
 from .ops.core import FED_INPUT_OPS
+from .prune import needed_nodes
 from .shape_inference import ShapeResult, infer_shapes
 from .shapes import Shape
 
@@ -51,19 +52,19 @@ def inspect_graph(graph: Graph, source: str = "graph", build_problems: list[str]
     partial, unknown, errors}; findings [{kind, node, message}] with kind one of shape_error,
     shape_inference, undeclared_attr, unused_input, unreachable, bad_device, unknown_op, summary;
     problems [messages] (the graph is invalid: `build_problems`, then Graph.problems());
-    unknown_ops [{op, count, nodes}] (most frequent first); run_command."""
+    unknown_ops [{op, count, nodes}] (most frequent first); run_command (fetching only the outputs
+    that need no unknown op; null when none does)."""
     problems = _problems(graph, build_problems)
-    unknown = [{"op": op, "count": len(names), "nodes": names}
-               for op, names in opaque.unknown_ops(graph.nodes).items()]
+    unknown = [{"op": op, "count": len(names), "nodes": names} for op, names in opaque.merge(
+        opaque.unknown_ops(graph.nodes), opaque.unknown_ops_in_functions(graph.library)).items()]
     findings: list[dict] = []
     shapes, shape_failure = _infer(graph)
     inputs = [_input_entry(node) for node in graph.nodes if node.op in PLACEHOLDER_OPS]
     # A broken graph may defeat a section (a cycle has no frames): report that, keep the rest.
-    outputs = _section("outputs", findings, lambda: [_tensor_entry(ref, shapes) for node in graph_outputs(graph)
-                                                     for ref in node.outputs])
+    outputs = _section("outputs", findings, lambda: _output_entries(graph, shapes, bool(unknown)))
     sinks = _section("sinks", findings, lambda: [{"name": n.name, "op": n.op} for n in graph_sinks(graph)])
     frames = _section("frames", findings, lambda: _frames(graph))
-    findings += [_finding("unknown_op", graph.node(entry["nodes"][0]),
+    findings += [_finding("unknown_op", graph.get(entry["nodes"][0]),
                           f"op '{entry['op']}' is not known to dftool ({opaque.describe({entry['op']: entry['nodes']})}): "
                           f"opaque, fetches that need it cannot run") for entry in unknown]
     findings += _section("findings", findings, lambda: _findings(graph, shapes, shape_failure))
@@ -187,6 +188,24 @@ def _input_entry(node: Node) -> dict:
         shape = Shape.of(_attr_or(node, "shape", Shape.unknown()))
     return {"name": node.name, "op": node.op, "dtype": str(dtype), "shape": shape_to_json(shape),
             "optional": node.op == "PlaceholderWithDefault", "used": node.has_users}
+
+
+def _output_entries(graph: Graph, shapes: ShapeResult, has_unknown: bool) -> list[dict]:
+    entries = []
+    in_functions = opaque.unknown_ops_by_function(graph.library) if has_unknown else {}
+    for node in graph_outputs(graph):
+        extra = {}
+        if has_unknown:   # the key appears only in reports on graphs with unknown ops
+            needs = set()
+            for needed in needed_nodes(graph, [node]):
+                if needed.spec is None and needed.op not in in_functions:
+                    needs.add(needed.op)
+                for function in opaque.called_functions(needed, graph.library):
+                    needs |= in_functions[function]
+            extra["needs_unknown_ops"] = sorted(needs)
+        for ref in node.outputs:
+            entries.append({**_tensor_entry(ref, shapes), **extra})
+    return entries
 
 
 def _tensor_entry(ref: TensorRef, shapes: ShapeResult) -> dict:
@@ -338,9 +357,14 @@ def is_valid_device(text: str) -> bool:
 
 # --- run command line -------------------------------------------------------------------------
 
-def run_command(source: str, inputs: list[dict], outputs: list[dict]) -> str:
+def run_command(source: str, inputs: list[dict], outputs: list[dict]) -> str | None:
     """A `dftool run` line feeding every required, used placeholder from NAME.npy and fetching
-    every output. Scoped names get a flat file name ('a/b' reads a_b.npy)."""
+    every output that needs no unknown op (None when there are outputs but none of them can run).
+    Scoped names get a flat file name ('a/b' reads a_b.npy)."""
+    runnable = [entry for entry in outputs if not entry.get("needs_unknown_ops")]
+    if outputs and not runnable:
+        return None
+    outputs = runnable
     words = ["dftool", "run", source]
     for entry in inputs:
         if entry["optional"] or not entry["used"]:

@@ -6,7 +6,7 @@ import pytest
 
 from graphtool import formats, graph_io
 from graphtool.errors import InvalidGraphError
-from tests.helpers import REPO_ROOT, const_def, error_line, graph_def, run_dftool, serialize
+from tests.helpers import REPO_ROOT, const_def, error_line, graph_def, run_dftool, serialize, write_graph
 
 FOREIGN = REPO_ROOT / "tests" / "fixtures" / "foreign"
 
@@ -136,3 +136,11 @@ def test_a_tfrecord_with_a_bad_length_checksum_is_not_recognised():
     assert formats.identify(bytes(data)).kind == "tfrecord"
     data[8] ^= 0xFF
     assert formats.identify(bytes(data)) is None
+
+
+def test_a_graph_whose_first_node_is_named_like_a_tflite_identifier_is_a_graph(tmp_path):
+    graph = graph_def(const_def("TFL3_input"))
+    assert serialize(graph)[4:8] == b"TFL3"
+    assert formats.identify(serialize(graph)) is None
+    rc, _, stderr = run_dftool("inspect", "-q", write_graph(graph, tmp_path / "g.pb"))
+    assert rc == 0, stderr

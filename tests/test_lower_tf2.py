@@ -17,6 +17,7 @@ from graphtool.ir import from_graphdef, to_graphdef
 from graphtool.opt.base import PassContext
 from graphtool.opt.manager import optimize
 from graphtool.shape_inference import infer_shapes
+from graphtool.shapes import Shape
 
 from .helpers import run_dftool
 
@@ -159,9 +160,11 @@ def test_shapes_inferred_through_function_bodies_match_tensorflow(name):
     result = infer_shapes(graph)
     assert not result.errors
     expected = _npz(name, "expected", "")
+    inputs_known = all(n.attr("shape").fully_defined for n in graph.nodes if n.op == "Placeholder")
     for fetch in _case(name)["fetches"]:
         shape = result.shape(graph.tensor(fetch))
-        assert shape.fully_defined and tuple(shape.dims) == expected[fetch].shape, fetch
+        assert shape.known_rank and shape.is_compatible_with(Shape(expected[fetch].shape)), fetch
+        assert shape.fully_defined or not inputs_known, fetch
 
 
 # --- the command line -------------------------------------------------------------------------
@@ -175,7 +178,7 @@ def _cli_run(graph_arg, name, tmp_path, tag, *extra, input=None):
     return {k: archive[k] for k in archive.files}, err
 
 
-@pytest.mark.parametrize("name", ["loop_calls_function", "nested_calls"])
+@pytest.mark.parametrize("name", ["loop_calls_function", "nested_calls", "tensor_array_loop"])
 def test_place_partition_run_equals_run(name, tmp_path):
     graph = FIXTURES / name / "graph.pb"
     direct, err = _cli_run(graph, name, tmp_path, "direct", "--expect", FIXTURES / name / "expected.npz",

@@ -20,6 +20,8 @@ Writes, with the real tools that produce each format (no downloads, fixed seeds,
                                 MatrixDeterminant); nodes carry `_output_shapes`
         feeds.npz / expected.npz   feeds and TensorFlow's values of every output
         case.json               which outputs need which linear-algebra op
+        function_cond.pb (+ _feeds.npz, _expected.npz)   a TF2 function graph whose cond branch
+                                (a library function) holds a Cholesky
 
 Run it with a Python that has TensorFlow, Keras and onnx (the tests never import them), e.g.
 
@@ -182,12 +184,36 @@ def make_linalg(out: Path) -> None:
     (out / "case.json").write_text(json.dumps(case, indent=2) + "\n")
 
 
+def make_function_cond(out: Path) -> None:
+    """A TF2 function graph (StatelessIf with branch functions): Cholesky sits in the true
+    branch's body, out_sum needs no branch."""
+    import tensorflow as tf
+
+    @tf.function(input_signature=[tf.TensorSpec([3, 3], tf.float32, name="a"),
+                                  tf.TensorSpec([], tf.bool, name="p")], autograph=False)
+    def model(a, p):
+        spd = tf.matmul(a, a, transpose_b=True) + 3.0 * tf.eye(3)
+        y = tf.cond(p, lambda: tf.linalg.cholesky(spd), lambda: spd * 2.0)
+        return {"out_cond": tf.identity(y, name="out_cond"),
+                "out_sum": tf.identity(tf.reduce_sum(a) + 1.0, name="out_sum")}
+
+    rng = np.random.default_rng(SEED + 1)
+    feeds = {"a:0": rng.standard_normal((3, 3)).astype(np.float32), "p:0": np.array(True)}
+    concrete = model.get_concrete_function()
+    graph_def = concrete.graph.as_graph_def()
+    values = model(tf.constant(feeds["a:0"]), tf.constant(feeds["p:0"]))
+    (out / "function_cond.pb").write_bytes(graph_def.SerializeToString(deterministic=True))
+    np.savez(out / "function_cond_feeds.npz", **feeds)
+    np.savez(out / "function_cond_expected.npz", **{"out_cond:0": values["out_cond"].numpy(),
+                                                    "out_sum:0": values["out_sum"].numpy()})
+
+
 def main() -> int:
     FOREIGN.mkdir(parents=True, exist_ok=True)
     OPAQUE.mkdir(parents=True, exist_ok=True)
     for make, out in ((make_onnx, FOREIGN), (make_keras, FOREIGN), (make_tflite, FOREIGN),
                       (make_events, FOREIGN), (make_saved_model, FOREIGN), (make_meta_graph, FOREIGN),
-                      (make_linalg, OPAQUE)):
+                      (make_linalg, OPAQUE), (make_function_cond, OPAQUE)):
         make(out)
         print(f"{make.__name__}: done", file=sys.stderr)
     return 0

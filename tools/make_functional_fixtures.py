@@ -154,6 +154,24 @@ def nested_while(rng):
     return f, [spec([2], name="x"), spec([], tf.int32, name="n")], {"": [x, np.int32(4)]}, [0]
 
 
+@case
+def tensor_array_loop(rng):
+    """A loop writing one row per iteration into a TensorArray (TensorList ops through the While),
+    then stacked: the shape of tf.map_fn."""
+    w = rng.standard_normal((3, 3)).astype(np.float32)
+
+    def f(x):
+        rows = tf.TensorArray(tf.float32, size=tf.shape(x)[0], element_shape=[3])
+
+        def body(i, acc):
+            return i + 1, acc.write(i, tf.tanh(tf.linalg.matvec(tf.constant(w), x[i])))
+        _, rows = tf.while_loop(lambda i, acc: i < tf.shape(x)[0], body, (tf.constant(0), rows))
+        return rows.stack()
+
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    return f, [spec([None, 3], name="x")], {"": [x]}, [0]
+
+
 def save_npz(path, arrays):
     np.savez(path, **{k: np.asarray(v) for k, v in arrays.items()})
 

@@ -19,6 +19,7 @@ from ..ir import Graph, Node, TensorRef
 from .instantiate import FunctionBody
 
 _ENTER_OPS = ("Enter", "RefEnter")
+_LOC = "loc:@"
 
 
 @dataclass
@@ -53,6 +54,13 @@ def inline_body(host: Graph, body: FunctionBody, inputs: list[TensorRef], contro
         if node.op in _ENTER_OPS:
             new.set_attr("frame_name", f"{scope}/{node.attr('frame_name')}")
         mapping[node] = new
+    for node in copied:   # colocation with a body node means its inlined copy
+        if "_class" in node.attrs:
+            groups = [g for g in node.attr("_class") if isinstance(g, str)]
+            renamed = [_LOC + mapping[body.graph.get(g[len(_LOC):])].name
+                       if g.startswith(_LOC) and body.graph.get(g[len(_LOC):]) in mapping else g for g in groups]
+            if renamed != groups:
+                mapping[node].set_attr("_class", renamed, "list(string)")
     for node in copied:
         new = mapping[node]
         for ref in node.inputs:

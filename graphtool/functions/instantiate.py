@@ -131,7 +131,7 @@ def instantiate(library, name: str, call_attrs=None, caller: str = "") -> Functi
         if node_def.HasField("experimental_debug_info"):
             node.extras["experimental_debug_info"] = node_def.experimental_debug_info
         nodes[node_def.name] = node
-    slots = {name_: _output_slots(node, library, where) for name_, node in nodes.items()}
+    slots = {name_: _output_slots(node, library, where, fdef) for name_, node in nodes.items()}
     for node_def in fdef.node_def:
         node = nodes[node_def.name]
         for text in node_def.input:
@@ -167,9 +167,9 @@ def instantiate(library, name: str, call_attrs=None, caller: str = "") -> Functi
     return body
 
 
-def _output_slots(node: Node, library, where: str) -> dict[str, range]:
+def _output_slots(node: Node, library, where: str, fdef) -> dict[str, range]:
     """Output arg name -> ports of a body node, from the registry or (a call by op name) the callee's
-    signature."""
+    signature; for an op dftool does not know, from how the body reads it (_opaque_slots)."""
     spec = node.spec
     if spec is not None:
         try:
@@ -187,8 +187,28 @@ def _output_slots(node: Node, library, where: str) -> dict[str, range]:
             slots = signature_slots(fdef.signature.output_arg, lookup)
             node._num_outputs_hint = max([r.stop for r in slots.values()], default=0) or 1
             return slots
-    raise InvalidGraphError(f"{where}: node '{node.name}' uses op '{node.op}', whose output layout is "
-                            f"unknown (not a registered op nor a library function)")
+    return _opaque_slots(node, fdef, where)
+
+
+def _opaque_slots(node: Node, fdef, where: str) -> dict[str, range]:
+    """The output args of an opaque body node (graphtool.ops.opaque), as far as the body tells:
+    inputs and rets spell its outputs 'node:arg:k'. One arg name gives the layout (ports 0..k, or
+    as many as `_output_shapes` lists); several would need the op's signature for their order."""
+    used: dict[str, int] = {}
+    texts = [t for n in fdef.node_def for t in n.input] + list(fdef.ret.values())
+    for text in texts:
+        parts = text.split(":")
+        if parts[0] == node.name and len(parts) >= 2 and not parts[1].isdigit():
+            index = int(parts[2]) if len(parts) == 3 and parts[2].isdigit() else 0
+            used[parts[1]] = max(used.get(parts[1], 0), index + 1)
+    if len(used) > 1:
+        raise InvalidGraphError(f"{where}: node '{node.name}' uses op '{node.op}', which dftool does not "
+                                f"know, through output args {', '.join(sorted(used))} whose order only its "
+                                f"signature gives")
+    count = max([*used.values(), len(node.attrs["_output_shapes"].list.shape)
+                 if "_output_shapes" in node.attrs else 0, 1])
+    node._num_outputs_hint = max(node._num_outputs_hint, count)
+    return {name: range(count) for name in used} or {"output": range(count)}
 
 
 def _signature_default(fdef, attr_name, where, node):

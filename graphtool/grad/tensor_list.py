@@ -146,8 +146,11 @@ def _push_back_grad(ctx, grads):
 def _pop_back_grad(ctx, grads):
     dlist, delement = grads
     if dlist is None:
-        dlist = emit(ctx, "EmptyTensorList", _list_output_element_shape(ctx, 0), int_const(ctx.b, -1),
-                     element_dtype=_element_dtype(ctx))
+        # Nothing read the shorter list: its gradient is a list of its length with nothing set
+        # (TensorFlow starts from an empty list, whose one pushed element then cannot add up with
+        # the gradients of the input's other readers when the shorter list was not empty).
+        dlist = emit(ctx, "TensorListReserve", _list_output_element_shape(ctx, 0),
+                     emit(ctx, "TensorListLength", ctx.output(0)), element_dtype=_element_dtype(ctx))
     if delement is None:
         delement = emit(ctx, "ZerosLike", ctx.output(1))
     return [emit(ctx, "TensorListPushBack", dlist, delement), None]
@@ -162,9 +165,17 @@ def _resize_grad(ctx, grads):
 
 @gradient("TensorListGather")
 def _gather_grad(ctx, grads):
+    """The gathered rows' gradients scattered back into a list of the input's length. An index
+    gathered twice gets both rows' gradients summed (TensorFlow scatters them as they are, so the
+    last one wins); indices known to be distinct are scattered directly, as TensorFlow does."""
     reserved = emit(ctx, "TensorListReserve", _list_element_shape(ctx, 0), _length(ctx, 0),
                     element_dtype=_element_dtype(ctx))
-    return [emit(ctx, "TensorListScatterIntoExistingList", reserved, grads[0], ctx.input(1)), None, None]
+    rows, indices = grads[0], ctx.input(1)
+    known = ctx.b.value(ctx.node.inputs[1])
+    if known is None or len(np.unique(known)) != np.size(known):
+        indices, positions = emit(ctx, "Unique", indices, out_idx=dtypes.int32)
+        rows = emit(ctx, "UnsortedSegmentSum", rows, positions, emit(ctx, "Size", indices, out_type=dtypes.int32))
+    return [emit(ctx, "TensorListScatterIntoExistingList", reserved, rows, indices), None, None]
 
 
 @gradient("TensorListScatter", "TensorListScatterV2")
@@ -181,4 +192,7 @@ def _scatter_into_existing_grad(ctx, grads):
                        element_dtype=_element_dtype(ctx))
     list_grad = emit(ctx, "TensorListScatterIntoExistingList", dlist, emit(ctx, "ZerosLike", ctx.input(1)),
                      ctx.input(2))
+    # A scatter past the end grew the list: its input's gradient has the input's length (TensorFlow
+    # leaves it as long as the output, which then fails to add up with the input's other gradients).
+    list_grad = emit(ctx, "TensorListResize", list_grad, _length(ctx, 0))
     return [list_grad, tensor_grad, None]

@@ -27,7 +27,12 @@ _TYPE_ATTRS = ("out_type", "Tout", "output_type", "dtype", "DstT", "T", "type")
 
 
 def is_opaque(node) -> bool:
-    return registry.lookup(node.op) is None
+    """Neither a registered op nor a call of a library function by its name."""
+    return registry.lookup(node.op) is None and node.op not in _function_names(node.graph)
+
+
+def _function_names(graph) -> set[str]:
+    return {f.signature.name for f in graph.library.function} if graph is not None else set()
 
 
 def declared_shapes(node) -> list | None:
@@ -101,11 +106,79 @@ def _decoded(node, name: str):
 def unknown_ops(nodes) -> dict[str, list[str]]:
     """Unknown op -> the names of the nodes using it, most frequent op first."""
     found: dict[str, list[str]] = {}
+    calls: dict[object, set[str]] = {}   # graph -> its library's function names, looked up once
     for node in nodes:
-        if is_opaque(node):
+        if registry.lookup(node.op) is not None:
+            continue
+        if node.graph not in calls:
+            calls[node.graph] = _function_names(node.graph)
+        if node.op not in calls[node.graph]:
             found.setdefault(node.op, []).append(node.name)
     counts = Counter({op: len(names) for op, names in found.items()})
     return {op: sorted(found[op]) for op, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))}
+
+
+def unknown_ops_in_functions(library) -> dict[str, list[str]]:
+    """Unknown op -> 'node (in function)' for the nodes of library function bodies whose op is
+    neither registered nor a library function (a call by op name)."""
+    names = {f.signature.name for f in library.function}
+    found: dict[str, list[str]] = {}
+    for function in library.function:
+        for node_def in function.node_def:
+            if node_def.op not in names and registry.lookup(node_def.op) is None:
+                found.setdefault(node_def.op, []).append(f"{node_def.name} (in {function.signature.name})")
+    return found
+
+
+def merge(*found: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Several unknown_ops() results as one, most frequent op first."""
+    merged: dict[str, list[str]] = {}
+    for part in found:
+        for op, names in part.items():
+            merged.setdefault(op, []).extend(names)
+    return dict(sorted(merged.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+
+
+def called_functions(node, library) -> set[str]:
+    """Library functions a node calls: by op name, or through func / list(func) attrs (If's
+    branches, While's cond and body, a PartitionedCall's f)."""
+    names = {f.signature.name for f in library.function}
+    called = {node.op} & names
+    for value in node.attrs.values():
+        if value.HasField("func"):
+            called.add(value.func.name)
+        elif value.HasField("list"):
+            called.update(f.name for f in value.list.func)
+    return called & names
+
+
+def unknown_ops_by_function(library) -> dict[str, set[str]]:
+    """Function name -> the unknown ops its body needs, through the functions it calls too."""
+    bodies = {f.signature.name: f for f in library.function}
+    direct: dict[str, set[str]] = {}
+    calls: dict[str, set[str]] = {}
+    for name, function in bodies.items():
+        direct[name] = {n.op for n in function.node_def if n.op not in bodies and registry.lookup(n.op) is None}
+        calls[name] = set()
+        for node_def in function.node_def:
+            calls[name] |= {node_def.op} & set(bodies)
+            for value in node_def.attr.values():
+                if value.HasField("func"):
+                    calls[name].add(value.func.name)
+                elif value.HasField("list"):
+                    calls[name].update(f.name for f in value.list.func)
+        calls[name] &= set(bodies)
+    result = {}
+    for name in bodies:
+        seen, stack, ops = {name}, [name], set()
+        while stack:
+            current = stack.pop()
+            ops |= direct[current]
+            for callee in calls[current] - seen:
+                seen.add(callee)
+                stack.append(callee)
+        result[name] = ops
+    return result
 
 
 def describe(found: dict[str, list[str]], max_names: int = 3) -> str:

@@ -14,6 +14,8 @@ which checks fail, and where TensorFlow leaves a shape unknown.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..shapes import Shape, ShapeError
 from .inference import HandleData, InferenceContext, scalar
 from .registry import register

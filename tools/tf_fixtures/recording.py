@@ -6,17 +6,16 @@ exactly the ops in graph.pb), deterministic proto serialization and fixed .npz t
 """
 import json
 import shutil
-import zipfile
 import zlib
 
 import numpy as np
+from fixture_files import to_numpy, write_json, write_npz  # tools/fixture_files.py, no TensorFlow
 
 from .builder import Builder
 from .tf_v1 import tf
 
 GENERATOR = "tools/make_tf_fixtures.py"
 RUN_TIMEOUT_MS = 60_000
-ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry can carry
 COMPARISON = ("numpy.testing.assert_allclose(actual, expected, rtol, atol, equal_nan=True) for "
               "floating and complex fetches; integer, bool and string fetches match exactly")
 
@@ -38,16 +37,6 @@ def freeze(graph, graph_def, builder):
         sess.run(tf.global_variables_initializer())
         outputs = sorted({name.rsplit(":", 1)[0] for name in builder.fetches})
         return tf.graph_util.convert_variables_to_constants(sess, graph_def, outputs)
-
-
-def to_numpy(value):
-    """A fetched value as an array that an .npz stores without pickle."""
-    array = np.asarray(value)
-    if array.dtype == object:  # string tensors come back as arrays of bytes objects
-        array = array.astype(np.bytes_)
-    if array.dtype.kind not in "biufcS":
-        raise TypeError(f"cannot store dtype {array.dtype} in an .npz without pickle")
-    return array
 
 
 def feed_sets(builder):
@@ -127,20 +116,6 @@ def generate(spec, root):
 
 
 # -- writing files ---------------------------------------------------------------------------
-
-def write_npz(path, arrays):
-    """np.savez_compressed, but with fixed timestamps so the bytes are reproducible."""
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for key in sorted(arrays):
-            info = zipfile.ZipInfo(f"{key}.npy", date_time=ZIP_DATE)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            with archive.open(info, "w") as handle:
-                np.lib.format.write_array(handle, np.asarray(arrays[key]), allow_pickle=False)
-
-
-def write_json(path, data):
-    path.write_text(json.dumps(data, indent=2) + "\n")
-
 
 def save_case(spec, builder, graph_def, results, gradients, root):
     """Write graph.pb, the .npz files and case.json for one case (`gradients`: {run label:

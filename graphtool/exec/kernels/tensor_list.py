@@ -15,8 +15,8 @@ import numpy as np
 
 from ... import dtypes
 from ...shapes import Shape, ShapeError
-from .registry import kernel
-from .tensor_list_value import TensorList, variant_scalar
+from .registry import CPU, kernel
+from .tensor_list_value import TensorList, local, variant_scalar
 
 # --- helpers -----------------------------------------------------------------------------------
 
@@ -77,7 +77,7 @@ def _dtype_of(array):
 
 def _rows(value) -> list:
     """The rows of a tensor (views, not copies: kernels never write into their inputs)."""
-    return [value[i] for i in range(value.shape[0])]
+    return [value[i, ...] for i in range(value.shape[0])]   # [i, ...]: a 0-d array, not a scalar
 
 
 def _require_vector_or_higher(ctx, value, what: str = "Tensor") -> None:
@@ -157,7 +157,7 @@ def tensor_list_scatter(ctx, tensor, indices, element_shape, num_elements=None):
             ctx.fail(f"TensorListScatter: Trying to scatter at index {i} in list with size {count}")
     elements = [None] * max(max(positions, default=-1) + 1, count)
     for row, i in enumerate(positions):
-        elements[i] = tensor[row]
+        elements[i] = tensor[row, ...]
     return variant_scalar(TensorList(_dtype_of(tensor), shape, elements))
 
 
@@ -224,7 +224,9 @@ def tensor_list_push_back(ctx, handle, tensor, *, element_dtype):
     return variant_scalar(tensor_list.push(tensor))
 
 
-@kernel("TensorListPushBackBatch")
+# CPU only: a batch of lists is a vector of variants, which no GPU op here makes (Pack/Unpack of
+# variants are host work); a GPU placement runs it on the host CPU.
+@kernel("TensorListPushBackBatch", devices=(CPU,))
 def tensor_list_push_back_batch(ctx, handles, tensor, *, element_dtype):
     if _dtype_of(tensor) != element_dtype:
         ctx.fail(f"Invalid data types; list elements {element_dtype.name} but tried to append "
@@ -240,8 +242,8 @@ def tensor_list_push_back_batch(ctx, handles, tensor, *, element_dtype):
         tensor_list = handles[b]
         if not isinstance(tensor_list, TensorList):
             ctx.fail(f"Input handle at index {b} is not a list. Saw: '{type(tensor_list).__name__}'")
-        _check_push(ctx, tensor_list, tensor[b], element_dtype, f" at index {b}")
-        result[b] = tensor_list.push(tensor[b])
+        _check_push(ctx, tensor_list, tensor[b, ...], element_dtype, f" at index {b}")
+        result[b] = tensor_list.push(tensor[b, ...])
     return result
 
 
@@ -250,7 +252,7 @@ def tensor_list_pop_back(ctx, handle, element_shape, *, element_dtype):
     tensor_list = _typed_list(ctx, handle, element_dtype)
     if tensor_list.length == 0:
         ctx.fail("Trying to pop from an empty list.")
-    last = tensor_list.get(tensor_list.length - 1)
+    last = local(ctx, tensor_list.get(tensor_list.length - 1))
     if last is None:
         shape = _merge(ctx, shape_from_tensor(ctx, element_shape), tensor_list.element_shape)
         if not shape.fully_defined:
@@ -285,7 +287,7 @@ def tensor_list_scatter_into_existing_list(ctx, handle, tensor, indices):
     grown = max(max(positions, default=-1) + 1, tensor_list.length)
     elements = tensor_list.elements() + [None] * (grown - tensor_list.length)
     for row, i in enumerate(positions):
-        elements[i] = tensor[row]
+        elements[i] = tensor[row, ...]
     return variant_scalar(tensor_list.copy_with(elements))
 
 
@@ -318,11 +320,15 @@ def tensor_list_get_item(ctx, handle, index, element_shape, *, element_dtype):
     position = _host_ints(index)[0]
     if not 0 <= position < tensor_list.length:
         ctx.fail(f"Trying to access element {position} in a list with {tensor_list.length} elements.")
-    item = tensor_list.get(position)
+    item = local(ctx, tensor_list.get(position))
     if item is not None:
         return item
-    elements = tensor_list.elements() if not tensor_list.element_shape.fully_defined else ()
-    shape = _read_shape(ctx, tensor_list, element_shape, elements)
+    # Only when the op's and the list's shapes together leave it partial do the set elements say
+    # what an unset one is (TensorFlow's GetItem; Stack and Gather look at them whenever the list's
+    # own shape is partial).
+    shape = _merge(ctx, shape_from_tensor(ctx, element_shape), tensor_list.element_shape)
+    if not shape.fully_defined:
+        shape = _read_shape(ctx, tensor_list, element_shape, tensor_list.elements())
     if not shape.fully_defined:
         ctx.fail(f"Trying to read an uninitialized tensor but element_shape is not fully defined: {shape} "
                  f"and no list element is set.")
@@ -335,7 +341,7 @@ def tensor_list_stack(ctx, handle, element_shape, *, element_dtype, num_elements
     if num_elements != -1 and tensor_list.length != num_elements:
         ctx.fail(f"Operation expected a list with {num_elements} elements but got a list with "
                  f"{tensor_list.length} elements.")
-    elements = tensor_list.elements()
+    elements = [local(ctx, e) for e in tensor_list.elements()]
     shape = _read_shape(ctx, tensor_list, element_shape, elements)
     if not elements and not shape.fully_defined:
         ctx.fail(f"Tried to stack elements of an empty list with non-fully-defined element_shape: {shape}")
@@ -353,7 +359,7 @@ def tensor_list_gather(ctx, handle, indices, element_shape, *, element_dtype):
         if not 0 <= i < tensor_list.length:
             ctx.fail(f"Index {i} out o range; list only has {tensor_list.length} elements.")
     every = tensor_list.elements()
-    elements = [every[i] for i in positions]
+    elements = [local(ctx, every[i]) for i in positions]
     shape = _read_shape(ctx, tensor_list, element_shape, elements)
     if not positions and not shape.fully_defined:
         ctx.fail(f"Tried to gather 0-elements from a list with non-fully-defined shape: {shape}")
@@ -384,7 +390,7 @@ def tensor_list_concat_v2(ctx, handle, element_shape, leading_dims, *, element_d
 def _concat(ctx, tensor_list: TensorList, element_dtype, rest: Shape, first_dim, leading_dims):
     """The elements joined along their first dim; unset ones count as zeros `first_dim` (or
     leading_dims[i]) long. TensorListConcat (no leading_dims) cannot size unset elements."""
-    elements = tensor_list.elements()
+    elements = [local(ctx, e) for e in tensor_list.elements()]
     if not elements and not rest.fully_defined:
         ctx.fail(f"All except the first dimension must be fully defined when concating an empty tensor "
                  f"list. element_shape: {rest}")

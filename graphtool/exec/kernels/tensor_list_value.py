@@ -117,7 +117,8 @@ class TensorList:
     def zeros_like(self, ctx) -> "TensorList":
         """Same length and element shape, every set element replaced by zeros (unset stay unset)."""
         xp = ctx.xp
-        return self.copy_with([None if t is None else xp.zeros(t.shape, dtype=t.dtype) for t in self.elements()])
+        return self.copy_with([None if t is None else xp.zeros(t.shape, dtype=np.dtype(t.dtype))
+                               for t in self.elements()])
 
     def add(self, ctx, other: "TensorList") -> "TensorList":
         """Element-wise sum of two lists (how gradients of one list from several consumers meet);
@@ -135,6 +136,7 @@ class TensorList:
                      f"and the other is {other.length}")
         summed = []
         for a, b in zip(self.elements(), other.elements()):
+            a, b = local(ctx, a), local(ctx, b)
             if a is None or b is None:
                 summed.append(b if a is None else a)
             elif a.shape != b.shape:
@@ -143,6 +145,18 @@ class TensorList:
             else:
                 summed.append(a + b)
         return self.copy_with(summed, self.element_shape.merge(other.element_shape))
+
+
+def local(ctx, element):
+    """A list element as an array of the kernel's device. A list keeps its elements where they
+    were made; one that crossed devices (a Send/Recv moves only the host-side variant) brings them
+    along on first use, as TensorFlow's device copy of a TensorList copies its elements."""
+    xp = ctx.xp
+    if element is None or isinstance(element, xp.ndarray):
+        return element
+    if isinstance(element, (np.ndarray, np.generic)):
+        return xp.asarray(element)  # a host value read on a device (or a numpy scalar)
+    return element.get()            # a device array read on the host
 
 
 def variant_scalar(value) -> np.ndarray:
