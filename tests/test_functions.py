@@ -129,8 +129,6 @@ def _graph_with_body(nodes, ret, inputs=(("v", F32),)):
      "function 'Broken' (called by 'c'): node 'n': input 'missing:y:0' names no node or input arg"),
     ([node_def("n", "Neg", ["v"], T=F32)], {"r": "n:z:0"},
      "function 'Broken' (called by 'c'): ret 'r': input 'n:z:0': node 'n' (Neg) has no output arg 'z'"),
-    ([node_def("n", "NoSuchOp", ["v"])], {"r": "n:y:0"},
-     "node 'n' uses op 'NoSuchOp', whose output layout is unknown"),
     ([node_def("n", "Neg", ["v"], T=F32)], {}, "function 'Broken' (called by 'c'): output 'r' has no entry in ret"),
 ])
 def test_malformed_bodies_are_one_line_errors_naming_function_and_node(tmp_path, nodes, ret, message):
@@ -143,6 +141,21 @@ def test_malformed_bodies_are_one_line_errors_naming_function_and_node(tmp_path,
     np.save(feed, np.ones(1, np.float32))
     code, _, err = run_dftool("run", path, "--feed", f"x={feed}")
     assert code == 3 and message in error_line(err)
+
+
+def test_unknown_op_in_a_body_is_inlined_opaque_and_named_by_run(tmp_path):
+    # The body reads the unknown op's output as `n:y:0`: its layout is one output, so lowering
+    # inlines it as an opaque node; only executing it fails, naming the op.
+    gdef = _graph_with_body([node_def("n", "NoSuchOp", ["v"])], {"r": "n:y:0"})
+    graph = from_graphdef(gdef)
+    lower_functional_ops(graph)
+    assert [node.op for node in graph.nodes if node.op == "NoSuchOp"] == ["NoSuchOp"]
+    path = tmp_path / "g.pb"
+    graph_io.save_graphdef(gdef, str(path))
+    feed = tmp_path / "x.npy"
+    np.save(feed, np.ones(1, np.float32))
+    code, _, err = run_dftool("run", "-q", path, "--feed", f"x={feed}")
+    assert code == 3 and "NoSuchOp (1 node: 'c/n')" in error_line(err)
 
 
 def test_missing_function_is_named(tmp_path):
