@@ -9,6 +9,7 @@ import pytest
 
 from graphtool.checkpoint import BundleReader, CheckpointError, read_table
 from graphtool.checkpoint.crc import crc32c, mask, unmask
+from graphtool.checkpoint.slices import _signed_num_increasing, parse_slice_spec
 from graphtool.checkpoint.table import MAGIC, snappy_decompress
 
 from .helpers import REPO_ROOT
@@ -57,6 +58,43 @@ def test_crc32c_and_mask():
     for value in (0, 1, 0xE3069283, 0xFFFFFFFF):
         assert unmask(mask(value)) == value
     assert mask(0) != 0
+
+
+# --- partitioned variables (slices) --------------------------------------------------------------
+
+PARTITIONED = REPO_ROOT / "tests" / "fixtures" / "saved_models" / "tf1_partitioned"
+
+
+def test_partitioned_tensor_is_assembled_from_its_slices():
+    reader = BundleReader(PARTITIONED / "model" / "variables" / "variables")
+    table = np.load(PARTITIONED / "serving_default" / "expected.npz")["table"]   # TensorFlow's view
+    entry = reader.entry("table")
+    assert len(entry.slices) == 3 and entry.shape == (10, 3)
+    np.testing.assert_array_equal(reader.read("table"), table)
+    np.testing.assert_array_equal(reader.read_slice("table", "10 3 4,3:0,3"), table[4:7])
+    np.testing.assert_array_equal(reader.read_slice("table", "10 3 2,5:-"), table[2:7])   # across parts
+    assert list(reader.read_all()) == ["table"]          # the parts' own keys are not tensors
+
+
+def test_slice_spec_errors():
+    reader = BundleReader(PARTITIONED / "model" / "variables" / "variables")
+    with pytest.raises(CheckpointError, match="shape \\[10, 3\\], the restore asks for a slice of shape \\[9, 3\\]"):
+        reader.read_slice("table", "9 3 0,4:0,3")
+    with pytest.raises(CheckpointError, match="malformed slice spec"):
+        parse_slice_spec("10 3 0;4", "t")
+    with pytest.raises(CheckpointError, match="does not fit its shape"):
+        parse_slice_spec("10 3 8,4:-", "t")
+
+
+def test_signed_ordered_code_sorts_like_the_numbers():
+    values = sorted({0, 1, -1, 63, 64, -64, -65, 8191, 8192, -8193, 2**20, -(2**20), 2**40 + 3, -(2**55),
+                     2**62, -(2**63), 2**63 - 1, 5, 100, 1000})
+    encoded = [_signed_num_increasing(v) for v in values]
+    assert encoded == sorted(encoded)
+    assert _signed_num_increasing(0) == b"\x80" and _signed_num_increasing(-1) == b"\x7f"
+    assert _signed_num_increasing(0x424242) == bytes([0xF0, 0x42, 0x42, 0x42])   # TensorFlow's documented example
+    assert _signed_num_increasing(-0x800) == bytes([0x38, 0x00])
+    assert len(_signed_num_increasing(2**63 - 1)) == 10
 
 
 # --- corrupted copies --------------------------------------------------------------------------

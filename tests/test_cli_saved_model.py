@@ -22,7 +22,8 @@ def _manifest(case):
     return json.loads((MODELS / case / "manifest.json").read_text())
 
 
-RUNS = [(case, signature) for case in ("keras_lstm", "module_two_signatures", "tf1_resource", "tf1_ref_variables")
+RUNS = [(case, signature) for case in ("keras_lstm", "module_two_signatures", "tf1_resource", "tf1_ref_variables",
+                                        "tf1_partitioned")
         for signature in _manifest(case)["recorded"]]
 
 

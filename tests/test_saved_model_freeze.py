@@ -156,7 +156,17 @@ def test_reference_variable_becomes_a_const():
 def test_checkpoint_keys_follow_the_restore_op(case, expected):
     saved = SavedModel()
     saved.ParseFromString((MODELS / case / "model" / "saved_model.pb").read_bytes())
-    assert checkpoint_keys(saved.meta_graphs[0], case) == expected
+    keys = checkpoint_keys(saved.meta_graphs[0], case)
+    assert {name: value.key for name, value in keys.items()} == expected
+    assert all(value.slice_spec == "" for value in keys.values())
+
+
+def test_parts_of_a_partitioned_variable_restore_slices():
+    saved = SavedModel()
+    saved.ParseFromString((MODELS / "tf1_partitioned" / "model" / "saved_model.pb").read_bytes())
+    keys = checkpoint_keys(saved.meta_graphs[0], "tf1_partitioned")
+    assert keys == {"table/part_0": ("table", "10 3 0,4:0,3"), "table/part_1": ("table", "10 3 4,3:0,3"),
+                    "table/part_2": ("table", "10 3 7,3:0,3")}
 
 
 def test_keras_handles_used_by_the_signature_all_have_keys():
@@ -167,4 +177,4 @@ def test_keras_handles_used_by_the_signature_all_have_keys():
     call = next(n for n in meta.graph_def.node if n.name == "StatefulPartitionedCall")
     captured = [i for i in call.input if not i.startswith("serve_")]
     assert captured and all(name in keys for name in captured)
-    assert len(set(keys[name] for name in captured)) == len(captured)
+    assert len(set(keys[name].key for name in captured)) == len(captured)

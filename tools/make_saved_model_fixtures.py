@@ -280,6 +280,34 @@ def tf1_ref_variables(out: Path):
         "TF1 graph, reference variables (VariableV2), v1 control flow, SavedModelBuilder"
 
 
+@case
+def tf1_partitioned(out: Path):
+    """A TF1 graph with a partitioned resource variable (3 parts of 4, 3 and 3 rows, stored as
+    slices of one checkpoint tensor), joined back (ConcatV2 of the parts) and gathered from."""
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    rng = np.random.default_rng(11)
+    graph = tf.Graph()
+    with graph.as_default():
+        v1.set_random_seed(11)
+        ids = v1.placeholder(tf.int32, [None], name="ids")
+        table = v1.get_variable("table", shape=[10, 3], partitioner=v1.fixed_size_partitioner(3),
+                                initializer=v1.random_normal_initializer(), use_resource=True)
+        full = tf.identity(tf.convert_to_tensor(table), name="full")
+        rows = tf.identity(tf.gather(full, ids) * 2.0, name="rows")
+        with v1.Session(graph=graph) as session:
+            session.run(v1.global_variables_initializer())
+            builder = v1.saved_model.Builder(str(out))
+            sig = v1.saved_model.predict_signature_def({"ids": ids}, {"rows": rows, "table": full})
+            builder.add_meta_graph_and_variables(session, ["serve"], signature_def_map={"serving_default": sig})
+            builder.save()
+            feeds = {"ids": rng.integers(0, 10, 6).astype(np.int32)}
+            rows_value, table_value = session.run([rows, full], {ids: feeds["ids"]})
+    return {"serving_default": (feeds, {"rows": rows_value, "table": table_value}, {})}, \
+        "TF1 graph, a partitioned resource variable saved as slices"
+
+
 # --- tensor bundles ------------------------------------------------------------------------------
 
 def _bundle_values(rng) -> dict:

@@ -8,8 +8,8 @@ CRC-32C of those bytes. A tensor's bytes are its raw little-endian elements, exc
     [varint64 length of each element] [fixed32 masked crc of the lengths] [the element bytes]
 
 where the checksum covers each length as a uint32 (a uint64 when it does not fit), the stored
-length checksum itself and the bytes. Partitioned variables are stored as slices (entries with
-`slices` set); reading those is not supported.
+length checksum itself and the bytes. Partitioned variables are stored as slices (slices.py):
+`read` assembles the whole tensor, `read_slice` the part a restore asks for.
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from ..proto.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto
 from ..proto.tensor_slice_pb2 import TensorSliceProto
 from .crc import crc32c, unmask
 from .errors import CheckpointError
+from .slices import parse_slice_spec, proto_extents, slice_key
 from .table import read_table, read_varint
 
 HEADER_KEY = b""
@@ -87,7 +88,8 @@ class BundleReader:
         self.big_endian = self.header.endianness == BundleHeaderProto.BIG
         self.entries: dict[str, BundleEntry] = {}
         for raw_key, value in records[1:]:
-            key = raw_key.decode("utf-8", errors="replace")
+            # Slice keys are binary (slices.py); surrogateescape keeps them distinct and reversible.
+            key = raw_key.decode("utf-8", errors="surrogateescape")
             self.entries[key] = self._entry(key, _parse(BundleEntryProto, value, self.index_path, f"entry '{key}'"))
 
     @property
@@ -107,11 +109,29 @@ class BundleReader:
             raise CheckpointError(f"{self.index_path}: no tensor '{key}' in the bundle") from None
 
     def read(self, key: str) -> np.ndarray:
-        """The tensor stored under `key`, its checksum verified."""
+        """The tensor stored under `key`, its checksum verified (a partitioned one assembled)."""
         entry = self.entry(key)
         if entry.slices:
-            raise CheckpointError(f"{self.index_path}: tensor '{key}' is stored as {len(entry.slices)} slice(s) "
-                                  f"(a partitioned variable); reading slices is not supported")
+            return self._assemble(entry, [(0, d) for d in entry.shape])
+        return self._read_entry(entry)
+
+    def read_slice(self, key: str, spec: str = "") -> np.ndarray:
+        """Part of a tensor, as RestoreV2's shape_and_slices asks for it ('' for all of it;
+        else "d0 d1 ... start,length:...", '-' for a whole dimension)."""
+        if not spec:
+            return self.read(key)
+        entry = self.entry(key)
+        shape, extents = parse_slice_spec(spec, f"{self.index_path}: tensor '{key}'")
+        if shape != entry.shape:
+            raise CheckpointError(f"{self.index_path}: tensor '{key}' has shape {list(entry.shape)}, the restore "
+                                  f"asks for a slice of shape {list(shape)}")
+        if entry.slices:
+            return self._assemble(entry, extents)
+        whole = self._read_entry(entry)
+        return whole[tuple(slice(start, start + length) for start, length in extents)]
+
+    def _read_entry(self, entry: BundleEntry) -> np.ndarray:
+        key = entry.key
         path = data_filename(self.prefix, entry.shard_id, self.num_shards)
         raw = self._read_bytes(path, entry)
         count = int(np.prod(entry.shape, dtype=np.int64))
@@ -125,8 +145,35 @@ class BundleReader:
             if entry.dtype.numpy.itemsize > 1 else entry.dtype.numpy
         return np.frombuffer(raw, dtype=storage).astype(entry.dtype.numpy).reshape(entry.shape)
 
+    def _assemble(self, entry: BundleEntry, wanted: list[tuple[int, int]]) -> np.ndarray:
+        """The region `wanted` ((start, length) per dim) of a partitioned tensor, copied from the
+        stored parts it overlaps; every element must be covered by some part."""
+        out = np.empty([length for _, length in wanted], dtype=entry.dtype.numpy)
+        covered = np.zeros(out.shape, dtype=bool)
+        for part in entry.slices:
+            extents = proto_extents(part, entry.shape)
+            overlap = [(max(s, ws), min(s + l, ws + wl)) for (s, l), (ws, wl) in zip(extents, wanted)]
+            if any(lo >= hi for lo, hi in overlap) and out.size:
+                continue
+            part_key = slice_key(entry.key, part).decode("utf-8", errors="surrogateescape")
+            if part_key not in self.entries:
+                raise CheckpointError(f"{self.index_path}: part {[list(e) for e in extents]} of tensor "
+                                      f"'{entry.key}' is listed but not stored")
+            value = self._read_entry(self.entries[part_key])
+            source = tuple(slice(lo - s, hi - s) for (lo, hi), (s, _) in zip(overlap, extents))
+            target = tuple(slice(lo - ws, hi - ws) for (lo, hi), (ws, _) in zip(overlap, wanted))
+            out[target] = value[source]
+            covered[target] = True
+        if not covered.all():
+            raise CheckpointError(f"{self.index_path}: the stored parts of tensor '{entry.key}' do not cover "
+                                  f"the slice {[list(w) for w in wanted]}")
+        return out
+
     def read_all(self) -> dict[str, np.ndarray]:
-        return {key: self.read(key) for key in self.entries if not self.entries[key].slices}
+        """Every tensor by key (partitioned ones assembled; their parts' own keys left out)."""
+        parts = {slice_key(e.key, p).decode("utf-8", errors="surrogateescape")
+                 for e in self.entries.values() for p in e.slices}
+        return {key: self.read(key) for key in self.entries if key not in parts}
 
     # --- internals ------------------------------------------------------------------------------
     def _entry(self, key: str, proto: BundleEntryProto) -> BundleEntry:

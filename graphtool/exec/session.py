@@ -16,7 +16,7 @@ from ..functions.lowering import lower_functional_ops, needs_lowering
 from ..ir import Graph, TensorRef, parse_tensor_name
 from ..ops.core import FED_INPUT_OPS
 from ..ops import opaque
-from ..prune import SIGNATURE_INPUT_ATTR, fed_tensor_aliases, needed_nodes, retval_names
+from ..prune import SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUT_ATTR, fed_tensor_aliases, needed_nodes, retval_names
 from ..shape_inference import infer_shapes
 from ..shapes import Shape
 from .devices import Device, create_device
@@ -80,7 +80,9 @@ class Session:
         retvals = retval_names(self.graph)
         if retvals:   # a call-frame graph returns its _Retvals, in index order
             return retvals
-        return [ref.name for node in graph_outputs(self.graph) for ref in node.outputs]
+        # A SavedModel output whose key names another node is fetched by its key.
+        return [node.attr(SIGNATURE_OUTPUT_ATTR) if node.has_attr(SIGNATURE_OUTPUT_ATTR) else ref.name
+                for node in graph_outputs(self.graph) for ref in node.outputs]
 
     # --- running ----------------------------------------------------------------------------------
     def run(self, fetches: list[str], feeds: dict[str, np.ndarray] | None = None,

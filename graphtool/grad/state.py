@@ -10,7 +10,7 @@ from __future__ import annotations
 from .registry import not_differentiable
 
 not_differentiable(
-    "Variable", "VariableV2", "VarHandleOp", "ReadVariableOp", "VarIsInitializedOp",
+    "Variable", "VariableV2", "VarHandleOp", "ReadVariableOp", "ResourceGather", "VarIsInitializedOp",
     "IsVariableInitialized", "Assign", "AssignAdd", "AssignSub", "AssignVariableOp",
     "AssignAddVariableOp", "AssignSubVariableOp",
 )

@@ -83,7 +83,7 @@ def load_saved_model(path: str, signature: str | None = None, *, verify: bool = 
     values = _read_variables(graph, keys, info.directory / VARIABLES_PREFIX, str(file))
     report = freeze_variables(graph, values)
     _check_frozen(graph, report, str(file))
-    info.variables = {name: keys[name] for name in report.frozen}
+    info.variables = {name: keys[name].key for name in report.frozen}
 
     graph, pruned = prune(graph, [t.tensor for t in chosen.outputs], [t.tensor for t in chosen.inputs])
     _name_signature_tensors(graph, chosen, {feed.tensor: feed.node for feed in pruned.feeds})
@@ -124,7 +124,7 @@ def _lower(graph: Graph) -> bool:
     return True
 
 
-def _read_variables(graph: Graph, keys: dict[str, str], prefix: Path, source: str) -> dict[str, np.ndarray]:
+def _read_variables(graph: Graph, keys: dict, prefix: Path, source: str) -> dict[str, np.ndarray]:
     """Values of the graph's variable handles from the bundle, checked against their attrs."""
     handles = [n for n in graph.nodes if n.op == "VarHandleOp" or n.op in REF_VARIABLE_OPS]
     if not handles:
@@ -136,18 +136,18 @@ def _read_variables(graph: Graph, keys: dict[str, str], prefix: Path, source: st
     reader = BundleReader(prefix)
     values = {}
     for node in handles:
-        key = keys[node.name]
+        key, spec = keys[node.name]
         if key not in reader:
             raise CheckpointError(f"{reader.index_path}: no tensor '{key}' (the value of variable '{node.name}')")
-        value = reader.read(key)
+        value = reader.read_slice(key, spec)
         want = node.attr("dtype").base
         if dtypes.from_numpy(value.dtype) is not want and not (want is dtypes.string and value.dtype == object):
             raise CheckpointError(f"{reader.index_path}: tensor '{key}' is {reader.entry(key).dtype}, "
                                   f"variable '{node.name}' holds {want}")
         shape = node.attr("shape", None)
         if shape is not None and not shape.is_compatible_with(value.shape):
-            raise CheckpointError(f"{reader.index_path}: tensor '{key}' has shape {list(value.shape)}, "
-                                  f"variable '{node.name}' is {shape}")
+            raise CheckpointError(f"{reader.index_path}: tensor '{key}'{f' [{spec}]' if spec else ''} has shape "
+                                  f"{list(value.shape)}, variable '{node.name}' is {shape}")
         values[node.name] = value
     return values
 

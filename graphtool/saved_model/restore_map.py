@@ -17,6 +17,7 @@ SaveV2, string ops) that the signature's graph never needs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import InvalidGraphError
 from ..proto.function_pb2 import FunctionDef
@@ -28,6 +29,14 @@ VARIABLE_OPS = frozenset({"VarHandleOp", "VariableV2", "Variable"})
 ASSIGN_OPS = frozenset({"AssignVariableOp", "Assign"})
 CALL_OPS = frozenset({"StatefulPartitionedCall", "PartitionedCall"})
 _PASS_THROUGH = frozenset({"Identity", "Snapshot"})
+
+
+class CheckpointValue(NamedTuple):
+    """Where a variable's value is in the checkpoint: a key, and for a part of a partitioned
+    variable the slice spec RestoreV2 reads ('' for the whole tensor)."""
+
+    key: str
+    slice_spec: str = ""
 
 
 @dataclass(frozen=True)
@@ -90,8 +99,8 @@ class _Scope:
         return to_ndarray(node.attr["value"].tensor, f"node '{node.name}'")
 
 
-def checkpoint_keys(meta_graph: MetaGraphDef, source: str) -> dict[str, str]:
-    """Variable node name (top-level graph) -> checkpoint key, from the restore op."""
+def checkpoint_keys(meta_graph: MetaGraphDef, source: str) -> dict[str, CheckpointValue]:
+    """Variable node name (top-level graph) -> its checkpoint key and slice, from the restore op."""
     graph_def: GraphDef = meta_graph.graph_def
     restore_op = meta_graph.saver_def.restore_op_name.lstrip("^").split(":")[0]
     if not restore_op:
@@ -100,7 +109,7 @@ def checkpoint_keys(meta_graph: MetaGraphDef, source: str) -> dict[str, str]:
     if restore_op not in nodes:
         raise InvalidGraphError(f"{source}: the saver's restore op '{restore_op}' is not in the graph")
     functions = {f.signature.name: f for f in graph_def.library.function}
-    keys: dict[str, str] = {}
+    keys: dict[str, CheckpointValue] = {}
     _collect(_Scope(nodes, functions), [restore_op], keys, source)
     # Handles with the same container and shared_name are one variable (TF1 graphs may create a
     # second handle to a variable the saver restores through the first).
@@ -118,7 +127,7 @@ def _resource(node) -> tuple[bytes, bytes]:
     return container, shared or node.name.encode()
 
 
-def _collect(scope: _Scope, roots: list[str], keys: dict[str, str], source: str) -> None:
+def _collect(scope: _Scope, roots: list[str], keys: dict, source: str) -> None:
     """Walk back from `roots` over data and control inputs; record every assignment of a restored
     value to a variable; descend into called functions with their arguments bound."""
     seen: set[str] = set()
@@ -141,7 +150,7 @@ def _collect(scope: _Scope, roots: list[str], keys: dict[str, str], source: str)
             stack.append(scope.split(text.lstrip("^"))[0])
 
 
-def _collect_function(scope: _Scope, call, function: FunctionDef, keys: dict[str, str], source: str) -> None:
+def _collect_function(scope: _Scope, call, function: FunctionDef, keys: dict, source: str) -> None:
     data = [i for i in call.input if not i.startswith("^")]
     args = {arg.name: (scope.source(data[i]) if i < len(data) else None)
             for i, arg in enumerate(function.signature.input_arg)}
@@ -150,7 +159,7 @@ def _collect_function(scope: _Scope, call, function: FunctionDef, keys: dict[str
     _collect(inner, roots, keys, source)
 
 
-def _record(scope: _Scope, assign, keys: dict[str, str], source: str) -> None:
+def _record(scope: _Scope, assign, keys: dict, source: str) -> None:
     data = [i for i in assign.input if not i.startswith("^")]
     if len(data) < 2:
         return
@@ -158,9 +167,14 @@ def _record(scope: _Scope, assign, keys: dict[str, str], source: str) -> None:
     if variable is None or variable.kind != "variable" or value is None or value.kind != "restore":
         return
     restore = value.scope.nodes[value.node]
-    names_input = [i for i in restore.input if not i.startswith("^")][1]
-    names = value.scope.constant(names_input)
+    restore_inputs = [i for i in restore.input if not i.startswith("^")]
+    names = value.scope.constant(restore_inputs[1])
+    specs = value.scope.constant(restore_inputs[2]) if len(restore_inputs) > 2 else None
     if names is None or value.port >= names.size:
         raise InvalidGraphError(f"{source}: cannot read the tensor names of restore node '{value.node}'")
-    key = names.ravel()[value.port]
-    keys[variable.node] = key.decode() if isinstance(key, bytes) else str(key)
+    spec = specs.ravel()[value.port] if specs is not None and value.port < specs.size else b""
+    keys[variable.node] = CheckpointValue(_text(names.ravel()[value.port]), _text(spec))
+
+
+def _text(value) -> str:
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else str(value)

@@ -261,7 +261,7 @@ def test_families_register_the_expected_ops():
         TensorArrayScatterV3 TensorArraySizeV3 TensorArrayCloseV3 TensorArrayConcatV3 TensorArraySplitV3
         TensorArrayGradV3 TensorArrayGradWithShape StackV2 StackPushV2 StackPopV2 StackCloseV2
         VariableV2 Variable Assign AssignAdd AssignSub VarHandleOp ReadVariableOp AssignVariableOp
-        AssignAddVariableOp AssignSubVariableOp VarIsInitializedOp IsVariableInitialized RandomUniform
+        AssignAddVariableOp AssignSubVariableOp VarIsInitializedOp ResourceGather IsVariableInitialized RandomUniform
         RandomUniformInt RandomStandardNormal TruncatedNormal Multinomial StatelessRandomUniform
         StatelessRandomNormal _Send _Recv _HostSend _HostRecv CollectiveReduce CollectiveBcastSend
         CollectiveBcastRecv""".split()
