@@ -10,7 +10,7 @@ from rich.console import Console
 
 from graphtool import graph_io
 from graphtool.errors import DftoolError, InvalidGraphError
-from graphtool.ir import Graph, from_graphdef, to_graphdef
+from graphtool.ir import Graph, to_graphdef
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -61,11 +61,33 @@ def info(message: str) -> None:
         console.print(message, markup=False)
 
 
-def load_graph(path: str, *, verify: bool = True) -> Graph:
-    """Read GRAPH (file or '-') into the IR; InvalidGraphError (exit 3) names the file on failure."""
-    graph_def = graph_io.load_graphdef(path)
-    source = "<stdin>" if path == graph_io.STDIO else path
-    return from_graphdef(graph_def, source, verify=verify)
+def signature_option(func):
+    """--signature NAME on a command that reads a graph (which may be a SavedModel)."""
+    return click.option("--signature", metavar="NAME",
+                        help="For a SavedModel input (its directory or saved_model.pb): the signature to "
+                             "load, frozen (default: serving_default).")(func)
+
+
+def load_graph(path: str, *, verify: bool = True, problems: list[str] | None = None,
+               signature: str | None = None) -> Graph:
+    """Read GRAPH (file, '-', or a SavedModel with `signature`) into the IR; InvalidGraphError
+    (exit 3) names the file on failure. With a `problems` list, a graph that fails to build or
+    verify is still returned and what is wrong with it is appended to the list (see from_graphdef)."""
+    from graphtool.loader import load_graph_and_origin
+
+    graph, saved_model = load_graph_and_origin(path, signature=signature, verify=verify, problems=problems)
+    if saved_model is not None:
+        info(saved_model.notice())
+    return graph
+
+
+def lower_if_needed(graph: Graph) -> None:
+    """Lower functional ops (If/While/calls) in place before a command that needs v1 control flow
+    (place, partition, grad), with a one-line notice."""
+    from graphtool.functions.lowering import lower_functional_ops, needs_lowering
+
+    if needs_lowering(graph):
+        info(lower_functional_ops(graph).notice())
 
 
 def save_graph(graph: Graph, path: str, *, text: bool = False) -> None:
@@ -91,4 +113,4 @@ def _json_default(value):
 
 
 __all__ = ["DftoolError", "InvalidGraphError", "common_options", "console", "emit_report", "info",
-           "load_graph", "save_graph", "settings"]
+           "load_graph", "lower_if_needed", "save_graph", "settings", "signature_option"]

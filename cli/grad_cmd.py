@@ -4,9 +4,9 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from graphtool.errors import UsageError
+from graphtool.errors import InvalidGraphError, UsageError
 
-from .common import common_options, console, emit_report, info, load_graph, save_graph, settings
+from .common import common_options, console, emit_report, info, load_graph, lower_if_needed, save_graph, settings, signature_option
 
 
 def _gradient_table(report) -> Table:
@@ -32,19 +32,24 @@ def _gradient_table(report) -> Table:
 @click.option("--text", is_flag=True, help="Write text format on stdout.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout (needs OUT other than '-').")
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
+@signature_option
 @common_options
-def command(input_path, output_path, y, xs, prefix, text, as_json, report):
+def command(input_path, output_path, y, xs, prefix, text, as_json, report, signature):
     """Add the gradient of --y with respect to each --x to IN and write OUT."""
     from graphtool.grad.driver import add_gradients, default_xs
 
     if as_json and output_path == "-":
         raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
-    graph = load_graph(input_path)
+    graph = load_graph(input_path, signature=signature)
+    lower_if_needed(graph)
     chosen = list(xs) or default_xs(graph, y)
     if not chosen:
         raise UsageError(f"no --x given, and y '{y}' depends on no floating Variable or Const of rank >= 1",
                          hint="name the tensors to differentiate with respect to with --x")
-    result = add_gradients(graph, y, chosen, prefix)
+    try:
+        result = add_gradients(graph, y, chosen, prefix)
+    except InvalidGraphError as exc:   # e.g. unknown ops on the path: say which file
+        raise InvalidGraphError(f"{'<stdin>' if input_path == '-' else input_path}: {exc}", hint=exc.hint) from None
     save_graph(graph, output_path, text=text)
 
     if not settings.quiet:

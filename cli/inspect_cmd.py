@@ -1,29 +1,44 @@
 """`dftool inspect GRAPH`: what a graph contains, as tables on stderr and/or a JSON report."""
 from __future__ import annotations
 
+import shlex
+
 import click
 from rich.table import Table
 
-from graphtool.inspect import inspect_graph
+from graphtool.errors import InvalidGraphError
+from graphtool.inspect import inspect_graph, problem_summary
 
-from .common import common_options, console, emit_report, load_graph, settings
+from .common import common_options, console, emit_report, settings, signature_option
 
 
 @click.command("inspect")
 @click.argument("graph", metavar="GRAPH")
 @click.option("--json", "as_json", is_flag=True, help="Write the JSON report to stdout.")
 @click.option("--report", "report_path", metavar="FILE", help="Write the JSON report to FILE.")
+@signature_option
 @common_options
-def command(graph: str, as_json: bool, report_path: str | None) -> None:
+def command(graph: str, as_json: bool, report_path: str | None, signature: str | None) -> None:
     """Summarize GRAPH ('-': stdin): ops, inputs, outputs, devices, loops, parameters.
 
     Also shape-inference coverage, warnings about suspicious but legal structure, and a
-    ready-to-paste `dftool run` line."""
-    report = inspect_graph(load_graph(graph), graph)
+    ready-to-paste `dftool run` line. A graph with problems (invalid nodes, ops dftool does not
+    know) is still summarised; every problem is listed (-v: every node of each unknown op, -vv:
+    their inputs and outputs), and the command then exits 3. A SavedModel's signatures are listed."""
+    from graphtool.loader import load_graph_and_origin
+
+    build_problems: list[str] = []
+    loaded, saved_model = load_graph_and_origin(graph, signature=signature, verify=False, problems=build_problems)
+    report = inspect_graph(loaded, graph, build_problems)
+    if saved_model is not None:
+        add_saved_model(report, saved_model)
     # The report first: if --report cannot be written, the error is all that is printed.
     emit_report(report, as_json=as_json, report_path=report_path)
     if not settings.quiet:
-        render(report)
+        render(report, loaded if settings.verbose >= 2 else None)
+    summary = problem_summary(report)
+    if summary:
+        raise InvalidGraphError(f"{'<stdin>' if graph == '-' else graph}: {summary}")
 
 
 # --- tables -----------------------------------------------------------------------------------
@@ -41,6 +56,10 @@ def _table(title: str, columns: list[str], rows: list[list], right: tuple[str, .
     for row in rows:
         table.add_row(*(str(cell) for cell in row))
     return table
+
+
+def _signature_text(args: list[dict]) -> str:
+    return ", ".join(f"{a['name']}: {a['dtype']}" for a in args)
 
 
 def _summary_lines(report: dict) -> list[str]:
@@ -69,19 +88,99 @@ def _tables(report: dict) -> list[Table]:
                [[f["name"], f["parent"] or "(root)", f["depth"], f["nodes"], f["enters"], f["exits"],
                  f["parallel_iterations"]] for f in report["frames"]],
                ("depth", "nodes", "enters", "exits", "parallel")),
+        _table("functions", ["function", "inputs", "outputs", "nodes", "callers"],
+               [[f["name"] + (" (stateful)" if f["stateful"] else ""), _signature_text(f["inputs"]),
+                 _signature_text(f["outputs"]), f["nodes"], ", ".join(f["callers"]) or "(none)"]
+                for f in report.get("functions", [])], ("nodes",)),
         _table("findings", ["kind", "node", "message"],
-               [[f["kind"], f["node"] or "", f["message"]] for f in report["findings"]]),
+               [[f["kind"], f["node"] or "", f["message"]] for f in report["findings"]
+                if f["kind"] != "unknown_op"]),   # the unknown-ops table has them
     ]
     return [t for t in tables if t.row_count]
 
 
-def render(report: dict) -> None:
-    """The human-readable report on stderr; empty sections are left out."""
-    for line in _summary_lines(report):
+# --- SavedModels ------------------------------------------------------------------------------
+
+def add_saved_model(report: dict, info) -> None:
+    """Every signature of the SavedModel in the report; the run line feeds signature keys."""
+    report["saved_model"] = info.to_json()
+    words = ["dftool", "run", info.path]
+    if info.signature.key != "serving_default":
+        words += ["--signature", info.signature.key]
+    for tensor in info.signature.inputs:
+        words += ["--feed", f"{tensor.key}={tensor.key.replace('/', '_')}.npy"]
+    report["run_command"] = " ".join(shlex.quote(word) for word in words)
+
+
+def _saved_model_lines(report: dict) -> list[str]:
+    saved = report.get("saved_model")
+    if not saved:
+        return []
+    return [f"SavedModel {saved['path']} (tags {','.join(saved['tags'])}): signature '{saved['signature']}' "
+            f"loaded, {saved['variables_frozen']} variable(s) frozen"
+            + (", functions lowered" if saved["lowered_functions"] else "")]
+
+
+def _signature_table(report: dict) -> list[Table]:
+    saved = report.get("saved_model")
+    if not saved:
+        return []
+
+    def tensors(entries):
+        return ", ".join(f"{t['key']}: {t['dtype']}{_shape_text(t['shape'])}" for t in entries)
+
+    rows = [[("* " if s["name"] == saved["signature"] else "  ") + s["name"], tensors(s["inputs"]),
+             tensors(s["outputs"]), s["method"]] for s in saved["signatures"]]
+    return [_table("signatures (* loaded)", ["signature", "inputs", "outputs", "method"], rows)]
+
+
+def _problem_tables(report: dict, graph) -> list[Table]:
+    """Every problem, and the unknown ops (first nodes; -v every node; -vv each node's edges)."""
+    tables = [_table("problems (the graph is invalid)", ["#", "problem"],
+                     [[i + 1, p] for i, p in enumerate(report["problems"])], ("#",))]
+    shown = None if settings.verbose else 3
+    rows = []
+    for entry in report["unknown_ops"]:
+        names = entry["nodes"] if shown is None else entry["nodes"][:shown]
+        more = f", ... ({len(entry['nodes']) - shown} more; -v lists all)" \
+            if shown is not None and len(entry["nodes"]) > shown else ""
+        rows.append([entry["op"], entry["count"], ", ".join(names) + more])
+    tables.append(_table("unknown ops (opaque: kept as they are; fetches that need them cannot run)",
+                         ["op", "count", "nodes"], rows, ("count",)))
+    if graph is not None:
+        tables.append(_table("unknown-op nodes", ["node", "op", "inputs", "outputs (dtype shape)"],
+                             _opaque_node_rows(report, graph)))
+    return [t for t in tables if t.row_count]
+
+
+def _opaque_node_rows(report: dict, graph) -> list[list]:
+    from graphtool.ops import opaque
+
+    rows = []
+    for entry in report["unknown_ops"]:
+        for name in entry["nodes"]:
+            node = graph.node(name)
+            shapes = opaque.declared_shapes(node) or []
+            outputs = [f"{dtype} {shapes[i] if i < len(shapes) else '<unknown>'}"
+                       for i, dtype in enumerate(opaque.output_dtypes(node))]
+            inputs = [ref.name for ref in node.inputs] + ["^" + c.name for c in node.control_inputs]
+            rows.append([name, node.op, ", ".join(inputs), "; ".join(outputs)])
+    return rows
+
+
+def render(report: dict, graph=None) -> None:
+    """The human-readable report on stderr; empty sections are left out. With `graph` (-vv),
+    unknown-op nodes are shown one by one."""
+    for line in _saved_model_lines(report) + _summary_lines(report):
         console.print(line, markup=False)
-    for table in _tables(report):
+    for table in _signature_table(report) + _problem_tables(report, graph) + _tables(report):
         console.print()
         console.print(table)
     console.print()
-    console.print("run it with:", markup=False)
+    if report["run_command"] is None:
+        console.print("nothing runs: every output needs an op dftool does not know", markup=False)
+        return
+    blocked = sum(1 for o in report["outputs"] if o.get("needs_unknown_ops"))
+    console.print("run it with:" if not blocked else
+                  f"run it with ({blocked} output(s) needing unknown ops left out):", markup=False)
     console.print(f"  {report['run_command']}", markup=False, soft_wrap=True)

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from graphtool.errors import DftoolError, RuntimeFailure, UsageError
 
-from .common import common_options, console, emit_report, info, load_graph, save_graph, settings
+from .common import common_options, console, emit_report, info, load_graph, save_graph, settings, signature_option
 
 
 def _split(values: tuple[str, ...]) -> list[str] | None:
@@ -68,9 +68,10 @@ def _verify(original, optimized, fetch_names, feeds_file) -> list[str]:
 @click.option("--text", is_flag=True, help="Write text format on stdout.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout (needs OUT other than '-').")
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
+@signature_option
 @common_options
 def command(input_path, output_path, fetches, keep, only, skip, list_passes, max_iterations, fold_max_bytes,
-            dump_dir, verify_runs, feeds_file, strict_fp, text, as_json, report):
+            dump_dir, verify_runs, feeds_file, strict_fp, text, as_json, report, signature):
     """Optimize IN and write OUT; never changes what the fetched tensors compute."""
     from graphtool.inspect import constant_bytes, graph_outputs
     from graphtool.opt.base import PassContext, registered_passes
@@ -88,7 +89,7 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
     if as_json and output_path == "-":
         raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
     passes = select_passes(_split(only), _split(skip))
-    graph = load_graph(input_path)
+    graph = load_graph(input_path, signature=signature)
     fetch_names = list(fetches) or [ref.name for node in graph_outputs(graph) for ref in node.outputs]
     fetch_refs = []
     for name in fetch_names:

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from graphtool.errors import UsageError
 
-from .common import common_options, console, emit_report, info, load_graph, save_graph, settings
+from .common import common_options, console, emit_report, info, load_graph, lower_if_needed, save_graph, settings, signature_option
 
 
 def _device_table(report) -> Table:
@@ -59,8 +59,9 @@ def _write_split(graph, report, split_dir: str) -> list[str]:
 @click.option("--text", is_flag=True, help="Write text format on stdout.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout (needs OUT other than '-').")
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
+@signature_option
 @common_options
-def command(input_path, output_path, split_dir, compress, text, as_json, report):
+def command(input_path, output_path, split_dir, compress, text, as_json, report, signature):
     """Replace every cross-device edge of a placed graph IN with a _Send/_Recv pair (one _Recv
     per tensor per destination device), control edges and loops spanning devices included, and
     write the result to OUT."""
@@ -68,7 +69,8 @@ def command(input_path, output_path, split_dir, compress, text, as_json, report)
 
     if as_json and output_path == "-":
         raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
-    graph = load_graph(input_path)
+    graph = load_graph(input_path, signature=signature)
+    lower_if_needed(graph)
     result = partition(graph, compress=compress)
     written = _write_split(graph, result, split_dir) if split_dir else []
     save_graph(graph, output_path, text=text)

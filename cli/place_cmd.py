@@ -12,7 +12,7 @@ from rich.table import Table
 
 from graphtool.errors import UsageError
 
-from .common import common_options, console, emit_report, info, load_graph, save_graph, settings
+from .common import common_options, console, emit_report, info, load_graph, lower_if_needed, save_graph, settings, signature_option
 
 
 def _seconds(value: float) -> str:
@@ -75,8 +75,10 @@ def _explain_table(report) -> Table:
 @click.option("--text", is_flag=True, help="Write text format on stdout.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout (needs OUT other than '-').")
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
+@signature_option
 @common_options
-def command(input_path, output_path, devices, cost_model_path, no_soft_placement, explain, text, as_json, report):
+def command(input_path, output_path, devices, cost_model_path, no_soft_placement, explain, text, as_json, report,
+            signature):
     """Place every node of IN on a device and write OUT."""
     from graphtool.cost_model import CostModel
     from graphtool.device_names import parse_device_list
@@ -92,7 +94,8 @@ def command(input_path, output_path, devices, cost_model_path, no_soft_placement
             raise UsageError(f"--devices: {exc}", hint=exc.hint) from None
         device_list = [item.strip() for item in devices.split(",")]
     cost_model = CostModel.load(cost_model_path) if cost_model_path else None
-    graph = load_graph(input_path)
+    graph = load_graph(input_path, signature=signature)
+    lower_if_needed(graph)
     result = place(graph, device_list, soft_placement=not no_soft_placement, cost_model=cost_model,
                    explain=explain)
     save_graph(graph, output_path, text=text)
@@ -103,6 +106,12 @@ def command(input_path, output_path, devices, cost_model_path, no_soft_placement
             console.print(_softened_table(result))
         if explain:
             console.print(_explain_table(result))
+        if result.opaque:
+            from graphtool.ops import opaque
+
+            info(f"note: {len(result.opaque)} node(s) of ops dftool does not know were placed without a "
+                 f"kernel check (on their requested device, or with their neighbours): "
+                 f"{opaque.describe(opaque.unknown_ops(graph.node(n) for n in result.opaque))}")
         info(f"placed {len(result.nodes)} node(s) on {len(result.devices)} device(s); estimated cost "
              f"{_seconds(result.total_cost)} (busiest device {_seconds(max(result.device_load.values(), default=0))}"
              f" + transfers {_seconds(result.transfer_seconds)})"

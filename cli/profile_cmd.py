@@ -38,10 +38,11 @@ _PROGRESS_AFTER_S = 0.5
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
 @common_options
 def command(graph, feed_pairs, feeds_file, fetches, device, threads, timeout, repeat, warmup, trace,
-            cost_model_out, top, as_json, report):
+            cost_model_out, top, as_json, report, signature):
     """Run GRAPH --repeat times after --warmup steps; report time and memory per op type and per
     node, peak memory per device, the critical path and loop iterations."""
-    session, feeds, fetch_list = open_session(graph, feed_pairs, feeds_file, fetches, device, threads)
+    session, feeds, fetch_list = open_session(graph, feed_pairs, feeds_file, fetches, device, threads,
+                                              signature=signature)
     with _ProgressBar(warmup + repeat) as progress:
         # Default fetches on an untaken cond branch are dead, not an error (as in `run`).
         steps = profile_steps(session, fetch_list, feeds, repeat=repeat, warmup=warmup, timeout=timeout,

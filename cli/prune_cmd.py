@@ -12,7 +12,7 @@ from rich.table import Table
 
 from graphtool.errors import UsageError
 
-from .common import common_options, console, emit_report, info, load_graph, save_graph, settings
+from .common import common_options, console, emit_report, info, load_graph, save_graph, settings, signature_option
 
 
 def _feeds_table(report) -> Table:
@@ -36,8 +36,9 @@ def _feeds_table(report) -> Table:
 @click.option("--text", is_flag=True, help="Write text format on stdout.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout (needs OUT other than '-').")
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
+@signature_option
 @common_options
-def command(input_path, output_path, fetches, feeds, call_frame, text, as_json, report):
+def command(input_path, output_path, fetches, feeds, call_frame, text, as_json, report, signature):
     """Keep only what computing the fetches needs, given the feeds; write OUT.
 
     A fed tensor node:k becomes a Placeholder named node (k = 0) or node_k (that name + "/fed"
@@ -47,7 +48,7 @@ def command(input_path, output_path, fetches, feeds, call_frame, text, as_json, 
 
     if as_json and output_path == "-":
         raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
-    graph = load_graph(input_path)
+    graph = load_graph(input_path, signature=signature)
     pruned, result = prune(graph, list(fetches), list(feeds), call_frame=call_frame)
     save_graph(pruned, output_path, text=text)
 

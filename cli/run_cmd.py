@@ -11,7 +11,7 @@ from graphtool.device_names import short_device_name
 from graphtool.errors import RuntimeFailure, UsageError
 from graphtool.exec.trace import write_trace
 
-from .common import common_options, emit_report, info, load_graph, settings
+from .common import common_options, emit_report, info, load_graph, settings, signature_option
 
 
 def _read_array_file(path: str, what: str):
@@ -44,6 +44,11 @@ def collect_feeds(feed_pairs: tuple[str, ...], feeds_file: str | None) -> dict[s
 
 def save_outputs(path: str, fetches: list[str], values: list[np.ndarray]) -> None:
     """Write results as .npz keyed by the fetch strings exactly as given (atomically)."""
+    for name, value in zip(fetches, values):
+        if value.dtype == object and any(not isinstance(v, (bytes, str)) for v in value.ravel()):
+            kind = type(next(v for v in value.ravel() if not isinstance(v, (bytes, str)))).__name__
+            raise UsageError(f"--output: fetch '{name}' is a variant ({kind}), which has no array form",
+                             hint="fetch what it holds instead (e.g. a TensorListStack of a list)")
     buffer = io.BytesIO()
     np.savez(buffer, **dict(zip(fetches, values)))
     graph_io.write_atomic(path, buffer.getvalue())
@@ -95,16 +100,20 @@ def execution_options(func):
     ]
     for option in reversed(options):
         func = option(func)
-    return func
+    return signature_option(func)
 
 
-def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threads, *, check_numerics: bool = False):
+def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threads, *, check_numerics: bool = False,
+                 signature: str | None = None):
     """(session, feeds, fetch list) for GRAPH and the execution options; the default fetches are
     every graph output. UsageError for a graph with nothing to fetch."""
     from graphtool.exec.session import Session
 
     feeds = collect_feeds(feed_pairs, feeds_file)
-    session = Session(load_graph(graph), device=device, threads=threads, check_numerics=check_numerics)
+    session = Session(load_graph(graph, signature=signature), device=device, threads=threads, check_numerics=check_numerics,
+                      source="<stdin>" if graph == "-" else graph)
+    if session.lowering is not None:
+        info(session.lowering.notice())
     fetch_list = list(fetches) or session.default_fetches()
     if not fetch_list:
         raise UsageError(f"{graph}: the graph has no outputs to fetch; name one with --fetch")
@@ -124,10 +133,10 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
 @common_options
 def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threads, timeout, expect, rtol, atol,
-            check_numerics, as_json, report):
+            check_numerics, as_json, report, signature):
     """Execute GRAPH and print or save the fetched tensors."""
     session, feeds, fetch_list = open_session(graph, feed_pairs, feeds_file, fetches, device, threads,
-                                              check_numerics=check_numerics)
+                                              check_numerics=check_numerics, signature=signature)
     # Default fetches may lie on a cond branch this run does not take: those are reported as
     # dead, not an error. A fetch the user names must be live.
     result = session.run(fetch_list, feeds, timeout=timeout, allow_dead=not fetches, trace=bool(trace))

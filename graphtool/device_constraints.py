@@ -9,7 +9,8 @@ requested type, then any device with kernels; conflicting fields inside a group 
 Every member that ends up elsewhere than it asked is reported with the reason.
 Without soft placement, an unsatisfiable request or a colocation conflict is an InvalidGraphError
 (exit 3: the graph's constraints cannot hold on these devices), naming the node(s) and devices.
-A node whose op has no kernel on any of the devices is an InvalidGraphError either way.
+A node whose op has no kernel on any of the devices is an InvalidGraphError either way; a node
+whose op dftool does not know at all (opaque) is not checked.
 """
 from __future__ import annotations
 
@@ -32,11 +33,14 @@ _SOFT_HINT = "soft placement (the default; drop --no-soft-placement) would pick 
 
 @lru_cache(maxsize=None)   # place() clears it, so kernels registered since then count
 def op_runs_on(op: str, device_type: str) -> bool:
-    """Whether an `op` node can run on a device of `device_type` (control flow runs anywhere)."""
+    """Whether an `op` node can run on a device of `device_type` (control flow runs anywhere).
+    An op the registry does not know (an opaque node) is not checked: where its kernels are is
+    unknown, so it stays where it asks or goes with its neighbours (place.py)."""
     from .exec.kernels import has_kernel
     from .exec.plan import runs_without_kernel
+    from .ops import registry
 
-    return op in _RUN_ANYWHERE_OPS or runs_without_kernel(op) or has_kernel(op, device_type)
+    return op in _RUN_ANYWHERE_OPS or registry.lookup(op) is None or runs_without_kernel(op) or has_kernel(op, device_type)
 
 
 def requested_device(node: Node) -> DeviceName | None:

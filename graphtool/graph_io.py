@@ -1,6 +1,8 @@
 """The one door in and out: read and write GraphDef files (binary .pb, text .pbtxt, `-` for stdio).
 
-On stdin the format is detected: binary first, then text. Writes are atomic: the bytes go to a
+On stdin the format is detected: binary first, then text. Files in another format (ONNX, Keras,
+TFLite, event files, SavedModel/MetaGraphDef protos, checkpoints) are recognised by
+graphtool.formats and refused by name with a hint. Writes are atomic: the bytes go to a
 temporary file next to the target, which is renamed over it only when complete, so a failed command
 never leaves a half-written or clobbered output.
 """
@@ -14,6 +16,7 @@ from pathlib import Path
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
+from . import formats
 from .errors import InvalidGraphError, UsageError
 from .proto.graph_pb2 import GraphDef
 
@@ -42,26 +45,45 @@ def read_bytes(path: str) -> bytes:
         raise InvalidGraphError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def parse_graphdef(data: bytes, source: str = "<bytes>", fmt: str | None = None) -> GraphDef:
-    """Parse bytes as a GraphDef. `fmt` is "binary", "text" or None (detect: binary, then text)."""
+def parse_graphdef(data: bytes, source: str = "<bytes>", fmt: str | None = None,
+                   name: str | None = None) -> GraphDef:
+    """Parse bytes as a GraphDef. `fmt` is "binary", "text" or None (detect: binary, then text).
+    Files in another format (ONNX, Keras, TFLite, SavedModel, event files, ...; see
+    graphtool.formats) are refused by name; `name` is the file name, when there is one."""
     if not data.strip():
         raise InvalidGraphError(f"{source}: file is empty, not a GraphDef")
     if data.lstrip()[:1] in (b"{", b"["):
         raise InvalidGraphError(f"{source}: looks like JSON, not a GraphDef (binary .pb or text .pbtxt)")
+    _refuse_foreign(formats.identify(data, name), source)
+    binary_error = text_error = None
     if fmt in (None, "binary"):
         graph_def, binary_error = _parse_binary(data)
         if graph_def is not None:
             return graph_def
-        if fmt == "binary":
-            raise InvalidGraphError(f"{source}: not a valid binary GraphDef ({binary_error})",
+    if fmt in (None, "text") or formats.looks_like_text(data):
+        graph_def, text_error = _parse_text(data)
+        if graph_def is not None and fmt != "binary":
+            return graph_def
+        if graph_def is not None:  # text in a file whose name says binary
+            raise InvalidGraphError(f"{source}: a text-format GraphDef in a file named as binary",
                                     hint="use a .pbtxt name for text format")
-    graph_def, text_error = _parse_text(data)
-    if graph_def is not None:
-        return graph_def
+    _refuse_foreign(formats.identify_after_failure(data), source)
+    if fmt == "binary":
+        raise InvalidGraphError(f"{source}: not a valid binary GraphDef ({binary_error})",
+                                hint=f"text parser: {text_error}" if text_error else "truncated or corrupt?")
     if fmt == "text":
-        raise InvalidGraphError(f"{source}: not a valid text GraphDef ({text_error})")
+        hint = None
+        if not formats.looks_like_text(data):
+            hint = ("the bytes are binary, not text: use a .pb name for a binary GraphDef"
+                    if _parse_binary(data)[0] is not None else "the bytes are binary, not text")
+        raise InvalidGraphError(f"{source}: not a valid text GraphDef ({text_error})", hint=hint)
     raise InvalidGraphError(f"{source}: not a GraphDef: neither a binary protobuf nor text format "
                             f"(truncated or corrupt? text parser: {text_error})")
+
+
+def _refuse_foreign(found, source: str) -> None:
+    if found is not None:
+        raise InvalidGraphError(f"{source}: {found.what}, not a GraphDef", hint=found.hint)
 
 
 def _parse_binary(data: bytes) -> tuple[GraphDef | None, str]:
@@ -117,7 +139,7 @@ def load_graphdef(path: str) -> GraphDef:
     fmt = format_for(path)
     if fmt == "binary" and Path(path).suffix not in (".pb", ".graphdef"):
         fmt = None  # an unusual name: detect rather than insist
-    return parse_graphdef(data, _display(path), fmt)
+    return parse_graphdef(data, _display(path), fmt, None if path == STDIO else Path(path).name)
 
 
 def serialize_graphdef(graph_def: GraphDef, text: bool) -> bytes:

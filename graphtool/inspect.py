@@ -1,9 +1,12 @@
-"""`dftool inspect`: a structural report on a (valid) graph.
+"""`dftool inspect`: a structural report on a graph, also one that cannot run.
 
 inspect_graph(graph, source) returns a plain dict, ready to be dumped as the JSON report and
-rendered as tables by the CLI. It never changes the graph. The graph has already passed
-Graph.verify() when it gets here, so everything reported under `findings` is a warning: something
-legal that is probably not what the author meant.
+rendered as tables by the CLI. It never changes the graph. What makes a graph unusable is listed
+in full, not just the first of it: `problems` (what Graph.verify() rejects, plus what kept nodes
+or edges from being built) and `unknown_ops` (nodes whose op dftool does not know: they are
+opaque, so the graph loads, but fetches that need them cannot run); everything else is still
+summarised around them. `findings` are warnings: something legal that is probably not what the
+author meant.
 """
 from __future__ import annotations
 
@@ -13,8 +16,11 @@ from collections import Counter, deque
 
 from . import dtypes
 from .errors import DftoolError
+from .functions.library import summarize_functions
 from .ir import Graph, Node, TensorRef
+from .ops import opaque
 from .ops.core import FED_INPUT_OPS
+from .prune import needed_nodes
 from .shape_inference import ShapeResult, infer_shapes
 from .shapes import Shape
 
@@ -32,7 +38,7 @@ _DEVICE_COMPONENT = re.compile(
     rf"|device:(?:[A-Za-z]\w*|\*)(?::{_ID})?|(?:cpu|CPU|gpu|GPU):{_ID})")
 
 
-def inspect_graph(graph: Graph, source: str = "graph") -> dict:
+def inspect_graph(graph: Graph, source: str = "graph", build_problems: list[str] = ()) -> dict:
     """The report for `graph` (loaded from `source`). Its keys (schema version 1):
 
     command "inspect"; graph (the source); producer (GraphDef version); node_count;
@@ -41,14 +47,27 @@ def inspect_graph(graph: Graph, source: str = "graph") -> dict:
     for unknown dims, or null for unknown rank); outputs [{name, op, dtype, shape}] (every output
     tensor of nodes nobody uses); sinks [{name, op}] (unused nodes without outputs);
     devices [{device, nodes}]; frames [{name, parent, depth, nodes, enters, exits,
-    parallel_iterations}]; parameters (see parameter_stats); shapes {tensors, fully_known,
+    parallel_iterations}]; functions [{name, inputs [{name, dtype}], outputs, nodes, stateful,
+    callers}] (the function library; callers are node names, 'function/node' inside bodies); parameters (see parameter_stats); shapes {tensors, fully_known,
     partial, unknown, errors}; findings [{kind, node, message}] with kind one of shape_error,
-    shape_inference, undeclared_attr, unused_input, unreachable, bad_device; run_command."""
+    shape_inference, undeclared_attr, unused_input, unreachable, bad_device, unknown_op, summary;
+    problems [messages] (the graph is invalid: `build_problems`, then Graph.problems());
+    unknown_ops [{op, count, nodes}] (most frequent first); run_command (fetching only the outputs
+    that need no unknown op; null when none does)."""
+    problems = _problems(graph, build_problems)
+    unknown = [{"op": op, "count": len(names), "nodes": names} for op, names in opaque.merge(
+        opaque.unknown_ops(graph.nodes), opaque.unknown_ops_in_functions(graph.library)).items()]
+    findings: list[dict] = []
     shapes, shape_failure = _infer(graph)
     inputs = [_input_entry(node) for node in graph.nodes if node.op in PLACEHOLDER_OPS]
-    outputs = [_tensor_entry(ref, shapes) for node in graph_outputs(graph) for ref in node.outputs]
-    sinks = [{"name": node.name, "op": node.op} for node in graph_sinks(graph)]
-    findings = _findings(graph, shapes, shape_failure)
+    # A broken graph may defeat a section (a cycle has no frames): report that, keep the rest.
+    outputs = _section("outputs", findings, lambda: _output_entries(graph, shapes, bool(unknown)))
+    sinks = _section("sinks", findings, lambda: [{"name": n.name, "op": n.op} for n in graph_sinks(graph)])
+    frames = _section("frames", findings, lambda: _frames(graph))
+    findings += [_finding("unknown_op", graph.get(entry["nodes"][0]),
+                          f"op '{entry['op']}' is not known to dftool ({opaque.describe({entry['op']: entry['nodes']})}): "
+                          f"opaque, fetches that need it cannot run") for entry in unknown]
+    findings += _section("findings", findings, lambda: _findings(graph, shapes, shape_failure))
     return {
         "command": "inspect",
         "graph": source,
@@ -60,12 +79,46 @@ def inspect_graph(graph: Graph, source: str = "graph") -> dict:
         "outputs": outputs,
         "sinks": sinks,
         "devices": _devices(graph),
-        "frames": _frames(graph),
+        "frames": frames,
+        "functions": [f.to_json() for f in summarize_functions(graph)],
         "parameters": parameter_stats(graph),
         "shapes": _shape_summary(graph, shapes),
         "findings": findings,
+        "problems": problems,
+        "unknown_ops": unknown,
         "run_command": run_command(source, inputs, outputs),
     }
+
+
+def _problems(graph: Graph, build_problems) -> list[str]:
+    """Build problems, then what verify() finds, leaving out what only restates a build problem
+    (a node that lost an input to a missing producer now has too few)."""
+    broken = set(re.findall(r"^node '([^']*)'", "\n".join(build_problems), re.M))
+    found = [p for p in graph.problems() if not any(p.startswith(f"node '{n}'") for n in broken)]
+    return list(build_problems) + found
+
+
+def _section(name: str, findings: list[dict], compute):
+    try:
+        return compute()
+    except (DftoolError, KeyError, ValueError, TypeError, IndexError) as exc:
+        message = exc.one_line() if isinstance(exc, DftoolError) else f"{type(exc).__name__}: {exc}"
+        findings.append(_finding("summary", None, f"cannot summarise {name}: {message}"))
+        return []
+
+
+def problem_summary(report: dict) -> str | None:
+    """One line for the error `inspect` exits with when the graph is unusable, else None."""
+    parts = []
+    problems = report["problems"]
+    if problems:
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        parts.append(problems[0] + more)
+    if report["unknown_ops"]:
+        found = {entry["op"]: entry["nodes"] for entry in report["unknown_ops"]}
+        total = sum(entry["count"] for entry in report["unknown_ops"])
+        parts.append(f"{total} node(s) of {len(found)} op type(s) dftool does not know: {opaque.describe(found)}")
+    return "; ".join(parts) or None
 
 
 # --- structure --------------------------------------------------------------------------------
@@ -135,6 +188,24 @@ def _input_entry(node: Node) -> dict:
         shape = Shape.of(_attr_or(node, "shape", Shape.unknown()))
     return {"name": node.name, "op": node.op, "dtype": str(dtype), "shape": shape_to_json(shape),
             "optional": node.op == "PlaceholderWithDefault", "used": node.has_users}
+
+
+def _output_entries(graph: Graph, shapes: ShapeResult, has_unknown: bool) -> list[dict]:
+    entries = []
+    in_functions = opaque.unknown_ops_by_function(graph.library) if has_unknown else {}
+    for node in graph_outputs(graph):
+        extra = {}
+        if has_unknown:   # the key appears only in reports on graphs with unknown ops
+            needs = set()
+            for needed in needed_nodes(graph, [node]):
+                if needed.spec is None and needed.op not in in_functions:
+                    needs.add(needed.op)
+                for function in opaque.called_functions(needed, graph.library):
+                    needs |= in_functions[function]
+            extra["needs_unknown_ops"] = sorted(needs)
+        for ref in node.outputs:
+            entries.append({**_tensor_entry(ref, shapes), **extra})
+    return entries
 
 
 def _tensor_entry(ref: TensorRef, shapes: ShapeResult) -> dict:
@@ -286,9 +357,14 @@ def is_valid_device(text: str) -> bool:
 
 # --- run command line -------------------------------------------------------------------------
 
-def run_command(source: str, inputs: list[dict], outputs: list[dict]) -> str:
+def run_command(source: str, inputs: list[dict], outputs: list[dict]) -> str | None:
     """A `dftool run` line feeding every required, used placeholder from NAME.npy and fetching
-    every output. Scoped names get a flat file name ('a/b' reads a_b.npy)."""
+    every output that needs no unknown op (None when there are outputs but none of them can run).
+    Scoped names get a flat file name ('a/b' reads a_b.npy)."""
+    runnable = [entry for entry in outputs if not entry.get("needs_unknown_ops")]
+    if outputs and not runnable:
+        return None
+    outputs = runnable
     words = ["dftool", "run", source]
     for entry in inputs:
         if entry["optional"] or not entry["used"]:

@@ -159,9 +159,13 @@ class _GreedyPlacer:
         return not edges.inputs and not edges.control_inputs and self._is_cheap(group)
 
     def _is_cheap(self, group: ColocationGroup) -> bool:
+        """Cheap enough to follow its neighbours. So is a group of opaque nodes (ops dftool does
+        not know): their cost is a guess, and moving them away from their data is the worse risk."""
         candidates = self.constraints[group].candidates
-        return (not self.constraints[group].constrained and len(candidates) > 1
-                and all(self.compute(group, d) <= self.cheap_seconds for d in candidates))
+        if self.constraints[group].constrained or len(candidates) < 2:
+            return False
+        return (all(self.compute(group, d) <= self.cheap_seconds for d in candidates)
+                or all(m.spec is None for m in group.members))
 
     def _assign(self, group: ColocationGroup, device: str, reason: str, detail: str, candidates) -> None:
         previous = self.assigned.get(group)
@@ -202,11 +206,16 @@ class _GreedyPlacer:
                 current = devices.index(self.assigned[group])
                 best = min(range(len(devices)), key=lambda i: (candidates[i].total, i != current, i))
                 if best != current and candidates[best].total < candidates[current].total - 1e-12:
-                    self._assign(group, devices[best], "consumer",
-                                 "cheap: placed where moving its inputs and outputs costs least", candidates)
+                    self._assign(group, devices[best], "consumer", _pulled_detail(group), candidates)
                     moved = True
             if not moved:
                 return
+
+
+def _pulled_detail(group: ColocationGroup) -> str:
+    if all(m.spec is None for m in group.members):
+        return "unknown op: placed with its neighbours (where moving its inputs and outputs costs least)"
+    return "cheap: placed where moving its inputs and outputs costs least"
 
 
 def _forced_reason(group: ColocationGroup, constraint: GroupConstraint) -> tuple[str, str]:
@@ -236,6 +245,7 @@ def _report(graph: Graph, placer: _GreedyPlacer, requested: dict[Node, str], con
                 softened.append(soft_entry)
     load, transfer = estimated_cost(graph, placer.estimator, placer.devices)
     return PlacementReport(devices=list(placer.devices), nodes=[nodes[n] for n in graph.nodes],
+                           opaque=[n.name for n in graph.nodes if n.spec is None],
                            softened=sorted(softened, key=lambda s: s.node), device_load=load,
                            transfer_seconds=transfer, soft_placement=soft, cost_model=model.source,
                            explain=explain)

@@ -7,6 +7,7 @@
      "estimated_cost_seconds": float, "transfer_seconds": float,
      "per_device": [{"device", "nodes", "compute_seconds"}],
      "softened": [{"node", "requested", "chosen", "why"}],
+     "opaque": [names of nodes whose op dftool does not know: placed without a kernel check],
      "nodes": [{"name", "op", "device", "reason", "detail"[, "candidates"]}]}
 
 `reason` is one of constraint (a requested device allowed only this one), kernel (the only
@@ -74,6 +75,7 @@ class PlacementReport:
     softened: list[Softened]
     device_load: dict[str, float]              # compute seconds per device
     transfer_seconds: float
+    opaque: list[str] = field(default_factory=list)   # unknown ops: placed without a kernel check
     soft_placement: bool = True
     cost_model: str = "<built-in>"
     explain: bool = False
@@ -104,5 +106,6 @@ class PlacementReport:
             "per_device": [{"device": d, "nodes": counts[d], "compute_seconds": self.device_load.get(d, 0.0)}
                            for d in self.devices],
             "softened": [vars(s) for s in self.softened],
+            "opaque": self.opaque,
             "nodes": [n.to_json() for n in self.nodes],
         }

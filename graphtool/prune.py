@@ -33,10 +33,15 @@ from . import dtypes
 from .errors import InvalidGraphError, UsageError
 from .ir import Graph, Node, TensorRef, parse_tensor_name
 
+from .ops import opaque
 from .ops.core import FED_INPUT_OPS
 # Attr naming the original tensor a prune feed node stands for (underscore attrs are allowed on
 # any op by TensorFlow and ignored by it).
 FED_TENSOR_ATTR = "_fed_tensor"
+# Attrs naming the SavedModel signature key a feed node / output Identity stands for (set by
+# graphtool.saved_model; an output Identity named after its key needs none).
+SIGNATURE_INPUT_ATTR = "_signature_input"
+SIGNATURE_OUTPUT_ATTR = "_signature_output"
 
 
 def needed_nodes(graph: Graph, fetch_nodes: Iterable[Node], fed_nodes: Iterable[Node] = ()) -> set[Node]:
@@ -149,6 +154,10 @@ def _resolve(graph: Graph, option: str, name: str) -> TensorRef:
     try:
         return graph.tensor(name)
     except UsageError as exc:
+        node_name, port = parse_tensor_name(name)
+        alias = fed_tensor_aliases(graph).get(f"{node_name}:{port}")   # e.g. a signature key
+        if alias is not None:
+            return alias
         raise UsageError(f"{option} {name}: {exc}") from None
 
 
@@ -185,7 +194,7 @@ def _resolve_feeds(graph: Graph, feeds: Iterable[str], info) -> list[TensorRef]:
             raise UsageError(f"--feed {name}: the tensor lives inside while-loop frame '{frame.name}'; "
                              f"pruning keeps a loop whole, so it cannot be fed",
                              hint="feed a tensor outside the loop (e.g. the Enter's input)")
-        dtype = ref.node.spec.output_dtypes(ref.node)[ref.index].base if ref.node.spec else dtypes.INVALID
+        dtype = opaque.dtype_of(ref).base
         if dtype in (dtypes.resource, dtypes.variant):
             raise UsageError(f"--feed {name}: a {dtype} handle cannot be fed")
         if ref not in refs:
@@ -263,7 +272,9 @@ class _PrunedGraphBuilder:
     def _new_feed_node(self, index: int, ref: TensorRef, device: str) -> Node:
         dtype = self.shapes.dtype(ref).base
         if dtype is dtypes.INVALID:
-            raise UsageError(f"--feed {ref.full_name}: its dtype cannot be inferred ({ref.node.op})")
+            unknown = ", an op dftool does not know" if ref.node.spec is None else ""
+            raise UsageError(f"--feed {ref.full_name}: its dtype cannot be inferred ({ref.node.op}{unknown})",
+                             hint="feed a neighbouring tensor whose dtype is known")
         shape = self.shapes.shape(ref)
         temporary = self.graph.unique_name("_prune_feed")
         if self.call_frame:
@@ -315,11 +326,15 @@ class _PrunedGraphBuilder:
 # --- what `dftool run` needs to run pruned graphs ---------------------------------------------
 
 def fed_tensor_aliases(graph: Graph) -> dict[str, TensorRef]:
-    """'node:k' -> the feed node prune made for that tensor (from its `_fed_tensor` attr)."""
+    """'node:k' -> the feed node prune made for that tensor (from its `_fed_tensor` attr), and
+    'key:0' -> the node standing for a SavedModel signature input or output `key`."""
     aliases = {}
     for node in graph.nodes:
         if node.has_attr(FED_TENSOR_ATTR):
             aliases[node.attr(FED_TENSOR_ATTR)] = node.output(0)
+        for attr in (SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUT_ATTR):
+            if node.has_attr(attr):
+                aliases[f"{node.attr(attr)}:0"] = node.output(0)
     return aliases
 
 

@@ -14,7 +14,7 @@ from . import dtypes
 from .dtypes import DType
 from .errors import InvalidGraphError
 from .ir import Graph, Node, TensorRef
-from .ops import registry
+from .ops import opaque, registry
 from .ops.inference import HandleData, InferenceContext, PerOutput, relax
 from .shapes import Shape, ShapeError
 
@@ -22,10 +22,13 @@ from .shapes import Shape, ShapeError
 _MAX_VALUE_ELEMENTS = 4096
 _MAX_SWEEPS = 8
 # Ops whose output k is their input k (or input 0) passed along: a handle keeps its HandleData
-# through them.
+# through them. ZerosLike and AddN of TensorList variants keep their inputs' element shape and
+# dtype too (TensorFlow's UnchangedShape and AddN's variant branch).
 _FORWARDING_OPS = frozenset({"Identity", "IdentityN", "Snapshot", "StopGradient", "Enter", "RefEnter",
                              "Exit", "RefExit", "Switch", "RefSwitch", "Merge", "RefMerge",
-                             "NextIteration", "RefNextIteration", "PlaceholderWithDefault"})
+                             "NextIteration", "RefNextIteration", "PlaceholderWithDefault",
+                             "ZerosLike", "AddN"})
+_HANDLE_DTYPES = (dtypes.resource, dtypes.variant)
 
 
 @dataclass
@@ -95,9 +98,14 @@ def _sweep(order: list[Node], result: ShapeResult, overrides, strict: bool) -> b
 def infer_node(node: Node, result: ShapeResult, strict: bool = False) -> list[TensorInfo]:
     """Infer one node's outputs from the infos of its inputs already in `result` (not stored)."""
     spec = registry.lookup(node.op)
+    if spec is None:  # an opaque node: what the graph says about its outputs, and carry on
+        declared = opaque.declared_shapes(node) or []
+        return [TensorInfo(d, declared[i] if i < len(declared) else Shape.unknown())
+                for i, d in enumerate(opaque.output_dtypes(node))]
     num_outputs = node.num_outputs
     try:
-        out_dtypes = spec.output_dtypes(node) if spec else [dtypes.INVALID] * num_outputs
+        # A malformed type attr (an int where a type belongs) is verify()'s to report.
+        out_dtypes = [d if isinstance(d, DType) else dtypes.INVALID for d in spec.output_dtypes(node)]
     except Exception:
         out_dtypes = [dtypes.INVALID] * num_outputs
     shapes_in, dtypes_in, values_in, available, handles_in = [], [], [], [], []
@@ -110,7 +118,7 @@ def infer_node(node: Node, result: ShapeResult, strict: bool = False) -> list[Te
         dtypes_in.append(info.dtype)
         values_in.append(info.value)
         handles_in.append(info.handle)
-    if spec is None or spec.shape_fn is None:
+    if spec.shape_fn is None:
         return [TensorInfo(d, Shape.unknown()) for d in out_dtypes]
     ctx = InferenceContext(node, shapes_in, dtypes_in, values_in, available, out_dtypes, handles_in)
     try:
@@ -131,10 +139,10 @@ def infer_node(node: Node, result: ShapeResult, strict: bool = False) -> list[Te
     infos = [TensorInfo(d, s) for d, s in zip(out_dtypes, shapes)]
     for index, info in enumerate(infos):
         info.handle = ctx.output_handles.get(index)
-        if info.handle is None and node.op in _FORWARDING_OPS and info.dtype.base is dtypes.resource:
+        if info.handle is None and node.op in _FORWARDING_OPS and info.dtype.base in _HANDLE_DTYPES:
             source = index if node.op == "IdentityN" else 0
             info.handle = handles_in[source] if source < len(handles_in) else None
-            if node.op in ("Merge", "RefMerge"):  # the first input that carries one
+            if node.op in ("Merge", "RefMerge", "AddN"):  # the first input that carries one
                 info.handle = next((h for h in handles_in if h is not None), None)
     for info, value in zip(infos, values):
         info.value = value

@@ -133,7 +133,28 @@ def _assert_invalid(args, expected, *, names, input=None, code=3, user=None):
 def test_bad_graph_file_is_one_error_line(tmp_path, case):
     make, expected = BAD_FILES[case]
     path = make(tmp_path)
-    _assert_invalid(["inspect", path], expected, names=path)
+    # inspect reports what it can first (-q: only the error); run refuses at once.
+    _assert_invalid(["inspect", "-q", path], expected, names=path)
+    _assert_invalid(["run", path], expected, names=path)
+
+
+# A file that parses but holds an invalid graph: inspect summarises it, then exits 3.
+BROKEN_GRAPHS = [case for case in BAD_FILES if BAD_FILES[case][0] not in
+                 (_missing_file, _directory, _random_bytes, _truncated, _empty, _json_file, _text_syntax_error)]
+
+
+@pytest.mark.parametrize("case", BROKEN_GRAPHS)
+def test_inspect_of_a_broken_graph_reports_then_exits_3(tmp_path, case):
+    make, expected = BAD_FILES[case]
+    path = make(tmp_path)
+    rc, stdout, stderr = run_dftool("inspect", path)
+    lines = stderr.splitlines()
+    assert rc == 3 and stdout == ""
+    assert lines[0].startswith(f"graph {path}: ")   # the summary came first
+    assert lines[-1].startswith(f"error: {path}: ") and "Traceback" not in stderr
+    assert sum(line.startswith("error: ") for line in lines) == 1
+    for text in expected:
+        assert text in lines[-1]
 
 
 NOBODY = 65534

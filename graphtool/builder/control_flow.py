@@ -203,7 +203,7 @@ class ControlFlowOps:
         merges = [self._internal("Merge", [[e, e]], scope + "Merge", loop) for e in enters]
         for merge, invariant in zip(merges, invariants):
             info = self._shapes.info[merge.output(0)]
-            self._shapes.info[merge.output(0)] = TensorInfo(info.dtype, invariant)
+            self._shapes.info[merge.output(0)] = TensorInfo(info.dtype, invariant, None, info.handle)
         return merges
 
     def _loop_body(self, loop, merges, arrays, cond_fn, body_fn, structure, scope,

@@ -172,7 +172,7 @@ class BuilderCore:
             merged = info.shape.merge(Shape.of(shape))
         except ShapeError as exc:
             raise GraphBuildError(f"tensor '{tensor.name}': {exc}") from None
-        self._shapes.info[tensor] = TensorInfo(info.dtype, merged, info.value)
+        self._shapes.info[tensor] = TensorInfo(info.dtype, merged, info.value, info.handle)
 
     @staticmethod
     def _outputs_of(node: Node):

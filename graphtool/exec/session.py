@@ -12,9 +12,11 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import UsageError
+from ..functions.lowering import lower_functional_ops, needs_lowering
 from ..ir import Graph, TensorRef, parse_tensor_name
 from ..ops.core import FED_INPUT_OPS
-from ..prune import fed_tensor_aliases, needed_nodes, retval_names
+from ..ops import opaque
+from ..prune import SIGNATURE_INPUT_ATTR, fed_tensor_aliases, needed_nodes, retval_names
 from ..shape_inference import infer_shapes
 from ..shapes import Shape
 from .devices import Device, create_device
@@ -38,8 +40,14 @@ class RunResult:
 
 class Session:
     def __init__(self, graph: Graph, device: Device | str = "cpu", threads: int | None = None,
-                 check_numerics: bool = False):
+                 check_numerics: bool = False, source: str | None = None):
+        # TF2 function graphs run as v1 control flow: lower a copy (the caller's graph stays as it was).
+        self.lowering = None
+        if needs_lowering(graph):
+            graph = graph.copy()
+            self.lowering = lower_functional_ops(graph)
         self.graph = graph
+        self.source = source   # the file the graph came from, for error messages
         self.device = create_device(device) if isinstance(device, str) else device
         self.threads = threads
         self.check_numerics = check_numerics
@@ -115,11 +123,17 @@ class Session:
         if self.multi_device:  # a needed _Recv needs its _Send on another device
             needed = with_peer_sends(self.graph, needed, fed_nodes)
         fed_nodes &= needed
+        # Everything unknown that must execute, named at once (a fed node need not execute).
+        opaque.require_known([n for n in self.graph.nodes if n in needed and n not in fed_nodes],
+                             "run the fetches", source=self.source)
         for node in needed:
             if node.op in FED_INPUT_OPS and node not in fed_nodes:
-                raise UsageError(f"missing feed for placeholder '{node.name}' "
-                                 f"({self._describe(node.output(0))})",
-                                 hint=f"pass --feed {node.name}=FILE.npy or put '{node.name}' in --feeds")
+                # A SavedModel signature input is named by its key (the name users know).
+                key = node.attr(SIGNATURE_INPUT_ATTR) if node.has_attr(SIGNATURE_INPUT_ATTR) else node.name
+                what = f"signature input '{key}' (placeholder '{node.name}', " if key != node.name else \
+                    f"placeholder '{node.name}' ("
+                raise UsageError(f"missing feed for {what}{self._describe(node.output(0))})",
+                                 hint=f"pass --feed {key}=FILE.npy or put '{key}' in --feeds")
         for node in fed_nodes:
             consumed_ports = {ref.index for ref in checked if ref.node is node}
             for consumer, slot in node.uses():

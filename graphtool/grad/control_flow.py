@@ -22,7 +22,7 @@ from .conds import is_loop_merge, is_loop_switch
 from .registry import GradContext, gradient, not_differentiable, structural
 
 structural("Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration")
-not_differentiable("LoopCond", "ControlTrigger", "Abort")
+not_differentiable("LoopCond", "ControlTrigger", "Abort", "ToBool")  # ToBool: a lowered predicate
 
 
 @gradient("Switch", "RefSwitch")

@@ -28,6 +28,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import RuntimeFailure, UsageError
 from ..ir import Frame, Graph, TensorRef, parse_tensor_name
+from ..ops import opaque
 from .building import current_context
 from .forward import ForwardInfo, between, nodes_reaching
 from .walk import Backprop
@@ -99,7 +100,10 @@ def add_gradients(graph: Graph, y, xs, prefix: str = "grad", *, builder=None) ->
     if not info.dtype(y_ref).base.is_floating:
         raise UsageError(f"y '{y_ref.name}' is {info.dtype(y_ref).base}: only a floating tensor can be differentiated")
     frame = _common_frame(info, y_ref, x_refs)
-    run = Backprop(builder, info, between(info, y_ref, x_refs), prefix)
+    on_path = between(info, y_ref, x_refs)
+    opaque.require_known([n for n in graph.nodes if n in on_path], f"differentiate '{y_ref.name}'",
+                         hint="differentiate with respect to tensors past them (--x), or prune them away")
+    run = Backprop(builder, info, on_path, prefix)
     run.top = TopScope(frame, _top_context(builder, frame, y_ref))
     before = len(graph)
     forward_nodes = set(graph.nodes)

@@ -15,6 +15,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "nn_conv",
     "control_flow",
     "tensor_array",
+    "tensor_list",
     "state",
 )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from .. import dtypes
 from ..errors import RuntimeFailure
 from ..ir import Frame, Graph, Node, TensorRef
 from ..ir.frames import ENTER_OPS
@@ -55,8 +56,17 @@ class ForwardInfo:
 
     def differentiable(self, ref: TensorRef) -> bool:
         """Only floating and complex values carry gradients (integers, bools, strings, resource
-        handles do not)."""
+        handles do not), and variants holding them: a TensorList of floats carries a list of
+        gradients, one of ints none; a variant nothing is known of counts as differentiable, as in
+        TensorFlow. An output of an opaque node (an op dftool does not know) whose dtype nothing
+        tells may carry one: it counts, so the path check can name the op."""
         base = self.dtype(ref).base
+        if base is dtypes.INVALID and ref.node.spec is None:
+            return True
+        if base is dtypes.variant:
+            found = self.shapes.info.get(ref)
+            element = found.handle.dtype if found is not None and found.handle is not None else None
+            return element is None or element.base.is_floating or element.base.is_complex
         return base.is_floating or base.is_complex
 
 

@@ -14,7 +14,12 @@ _SECOND_ORDER_BN = ("the gradient of the batch-norm backward kernel (TensorFlow 
 _FUSED = ("a fusion made by `dftool optimize` (grappler's remapper); differentiate the graph before "
           "optimizing it")
 
+_LOWERED_FIRST = ("functional control flow and calls are lowered to v1 control flow and inlined "
+                  "before differentiation (`dftool grad` and graphtool.functions.lowering do it)")
+
 NO_GRADIENT: dict[str, str] = {
+    **{op: _LOWERED_FIRST for op in ("If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase",
+                                     "PartitionedCall", "StatefulPartitionedCall", "SymbolicGradient")},
     "Complex": _COMPLEX, "Real": _COMPLEX, "Imag": _COMPLEX, "Conj": _COMPLEX, "Angle": _COMPLEX,
     "ComplexAbs": _COMPLEX,
     "Digamma": _NO_POLYGAMMA,

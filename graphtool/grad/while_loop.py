@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from .. import dtypes
 from ..ir import Frame, Node, TensorRef
 from ..shapes import Shape, ShapeError
 from .loops import LoopInfo, LoopVar
@@ -171,7 +172,10 @@ class _BackwardLoop:
             grad = run.aggregate(arrived.get(enter.output(0)))
             if grad is None:
                 return total
-            return _with_shape(run.b, run.b.op("AddV2", [total, grad]), run.info.shapes.shape(enter.output(0)))
+            # AddN adds variants too: the gradient of a TensorList invariant is a list.
+            add = run.b.op("AddN", [[total, grad]]) if run.info.dtype(enter.output(0)).base is dtypes.variant \
+                else run.b.op("AddV2", [total, grad])
+            return _with_shape(run.b, add, run.info.shapes.shape(enter.output(0)))
 
 
 def _with_shape(b, ref: TensorRef, shape: Shape) -> TensorRef:

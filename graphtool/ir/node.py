@@ -56,7 +56,7 @@ class Node:
         self._control_uses: dict[Node, None] = {}
         # NodeDef fields the IR does not interpret (debug info, full type), kept for export.
         self.extras: dict[str, object] = {}
-        # For ops the registry does not know: the number of outputs the graph refers to.
+        # For ops the registry does not know (opaque nodes): the most outputs the graph refers to.
         self._num_outputs_hint = 1
 
     def __repr__(self) -> str:
@@ -85,7 +85,10 @@ class Node:
                 return spec.num_outputs(self)
             except Exception:  # malformed attrs: verify() reports them; do not crash here
                 pass
-        return self._num_outputs_hint
+            return self._num_outputs_hint
+        from ..ops import opaque
+
+        return opaque.num_outputs(self)
 
     def output(self, index: int = 0) -> TensorRef:
         return TensorRef(self, index)

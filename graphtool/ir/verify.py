@@ -51,15 +51,16 @@ def _check_links(graph) -> list[str]:
 
 
 def _check_ops(graph) -> list[str]:
-    """Every op is registered, its attrs are present and well-typed, its inputs match its
-    signature, and every input reads an output port that exists."""
+    """Every known op's attrs are present and well-typed, its inputs match its signature, and
+    every input reads an output port that exists. A node whose op the registry does not know is
+    opaque (graphtool.ops.opaque): not a problem here; commands that must execute it refuse."""
     from ..ops import registry
 
     problems = []
     for node in graph.nodes:
         spec = registry.lookup(node.op)
         if spec is None:
-            problems.append(f"node '{node.name}': unknown op '{node.op}'")
+            problems += _check_opaque_uses(node)
             continue
         node_problems = spec.check_node(node)
         problems += [f"node '{node.name}' ({node.op}): {p}" for p in node_problems]
@@ -78,6 +79,19 @@ def _check_ops(graph) -> list[str]:
                                 f"'{ref.node.name}' ({ref.node.op}) has {available} output(s)")
         problems += _check_input_dtypes(node, spec)
     return problems
+
+
+def _check_opaque_uses(node) -> list[str]:
+    """An opaque node's consumers read outputs its `_output_shapes` (TensorFlow writes one entry
+    per output) lists; the count is all the graph says about its outputs, so it must agree."""
+    from ..ops import opaque
+
+    declared = opaque.declared_shapes(node)
+    if declared is None:
+        return []
+    return [f"node '{consumer.name}' input {slot} reads '{consumer.inputs[slot].name}', but "
+            f"'{node.name}' ({node.op}, an op dftool does not know) lists {len(declared)} output(s) "
+            f"in _output_shapes" for consumer, slot in node.uses() if consumer.inputs[slot].index >= len(declared)]
 
 
 def _check_input_dtypes(node, spec) -> list[str]:

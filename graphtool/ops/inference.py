@@ -20,16 +20,19 @@ class PerOutput(list):
 
 
 class HandleData:
-    """What a resource handle (TensorArray, stack, variable) knows of the tensors it holds.
+    """What a resource handle (TensorArray, stack, variable) or a TensorList variant knows of the
+    tensors it holds.
 
     One object is shared by every tensor that forwards the same handle (Enter, Identity, Switch,
     ...), so element shapes learned from writes are seen by later reads, as TensorFlow's graph
-    construction sees them."""
+    construction sees them. A TensorList's handle data also has its element dtype (TensorFlow's
+    ShapeAndType); list ops make a new object per output instead of refining a shared one."""
 
-    __slots__ = ("element_shape",)
+    __slots__ = ("element_shape", "dtype")
 
-    def __init__(self, element_shape: Shape | None = None):
+    def __init__(self, element_shape: Shape | None = None, dtype: DType | None = None):
         self.element_shape = Shape.of(element_shape) if element_shape is not None else Shape.unknown()
+        self.dtype = dtype
 
     def learn(self, shape: Shape) -> None:
         """Refine the element shape with a written element's shape (relaxing on disagreement)."""

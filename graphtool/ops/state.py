@@ -90,6 +90,22 @@ register("VarIsInitializedOp", inputs=["resource: resource"], outputs=["is_initi
          shape=scalar, stateful=True)
 
 
+def _resource_gather_shape(ctx: InferenceContext) -> Shape:
+    """indices.shape + params.shape[batch_dims + 1:], params' shape from the handle data."""
+    handle = ctx.handle(0)
+    params = handle.element_shape if handle is not None else Shape.unknown()
+    indices = ctx.shape(1)
+    if not params.known_rank or not indices.known_rank:
+        return Shape.unknown()
+    return indices.concatenate(Shape(params.dims[ctx.attr("batch_dims") + 1:]))
+
+
+# tf.gather on a resource variable (embedding lookups): rows of the variable's current value.
+register("ResourceGather", inputs=["resource: resource", "indices: Tindices"], outputs=["output: dtype"],
+         attrs=["batch_dims: int = 0", "validate_indices: bool = true", "dtype: type",
+                f"Tindices: {_INDEX_DTYPES}"], shape=_resource_gather_shape, stateful=True)
+
+
 # --- random numbers ---------------------------------------------------------------------------
 
 def _random_shape(ctx: InferenceContext) -> Shape:

@@ -5,9 +5,9 @@ a module here with a @register_pass class, and its name in PASS_ORDER.
 """
 from importlib import import_module
 
-PASS_ORDER = ("constfold", "arithmetic", "cse", "layout", "remapper", "dependency", "loop_invariant", "dce")
+PASS_ORDER = ("lower", "constfold", "arithmetic", "cse", "layout", "remapper", "dependency", "loop_invariant", "dce")
 
-_MODULES = {"constfold": "constant_folding", "arithmetic": "arithmetic", "cse": "cse", "layout": "layout",
+_MODULES = {"lower": "lower", "constfold": "constant_folding", "arithmetic": "arithmetic", "cse": "cse", "layout": "layout",
             "remapper": "remapper", "dependency": "dependency", "loop_invariant": "loop_invariant",
             "dce": "dce"}
 

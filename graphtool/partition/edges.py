@@ -36,6 +36,7 @@ from ..dtypes import DType
 from ..errors import InvalidGraphError
 from ..ir import Graph, Node, TensorRef
 from ..ir.frames import Frame
+from ..ops import opaque
 from ..shape_inference import ShapeResult
 from ..shapes import Shape
 from .compress import Compressor
@@ -105,7 +106,13 @@ class EdgeCutter:
         """The tensor `ref` as seen on `device`: one Recv (and widening Cast) per device."""
         key = (ref, device)
         if key not in self._data:
-            dtype = ref.node.spec.output_dtypes(ref.node)[ref.index].base
+            dtype = opaque.dtype_of(ref).base
+            if dtype is dtypes.INVALID:
+                raise InvalidGraphError(
+                    f"'{ref.name}' ({ref.node.op}, an op dftool does not know) crosses from "
+                    f"{ref.node.device} to {device}, but nothing in the graph tells its dtype",
+                    hint="place it on its consumers' device (dftool place puts unknown ops "
+                         "with their neighbours)")
             compressed = self.compressor.applies(dtype)
             sent = self.compressor.narrow(ref) if compressed else ref
             sent_dtype = self.compressor.narrow_dtype if compressed else dtype
@@ -180,6 +187,8 @@ def crossing_edges(graph: Graph) -> tuple[list, list]:
 
 def _check_value_edge(consumer: Node, slot: int, ref: TensorRef) -> None:
     """A reference (a variable's storage) cannot travel: its consumer must share its device."""
+    if consumer.spec is None:
+        return  # an opaque consumer: whether it wants a reference is unknown; TensorFlow will check
     wanted = consumer.spec.input_dtypes(consumer)[slot]
     if wanted.is_ref:
         raise InvalidGraphError(

@@ -36,6 +36,7 @@ import numpy as np
 from .. import dtypes
 from ..ir import Graph, Node
 from ..ir.frames import ENTER_OPS, Frame
+from ..ops import opaque
 
 _TOKEN = np.zeros([0], np.float32)
 
@@ -57,7 +58,7 @@ class FrameLiveness:
         if source.num_outputs > 1:
             # A control edge carries the deadness of the whole node; an Identity of the one
             # output carries that output's (a Switch's untaken port is dead, the other not).
-            dtype = source.spec.output_dtypes(source)[ref.index].base
+            dtype = opaque.dtype_of(ref).base
             source = graph.add_node("Identity", graph.unique_name(f"{ref.node.name}/_live_{ref.index}"),
                                     inputs=[ref], attrs={"T": dtype}, device=source.device)
         token = graph.add_node("Const", graph.unique_name(f"{scope_name(frame.name)}/_cloop_live"),

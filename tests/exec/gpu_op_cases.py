@@ -114,6 +114,8 @@ CASES = [
     *[(op, op, [i32(2, 3), np.array([1, 2], np.int64)], dict(dtype="float32")) for op in
       ("StatelessRandomUniform", "StatelessRandomNormal")],
     ("HostConst", "HostConst", [], dict(value=F, dtype="float32")),
+    ("ToBool", "ToBool", [F], {}),
+    ("ToBool_scalar", "ToBool", [np.float32(0.0)], {}),
 ]
 # Ops without outputs: run as targets.
 TARGET_CASES = [

@@ -110,11 +110,12 @@ def variables_graph():
         sub = b.op("AssignSubVariableOp", [handle, np.full((2, 3), 3, np.float32)], name="sub")
     with b.control_dependencies([sub]):
         b.op("ReadVariableOp", [handle], name="read", dtype=float32)
+        b.op("ResourceGather", [handle, np.array([1, 0], np.int32)], name="gather", dtype=float32)
     return b.graph
 
 
 def test_variables_on_strict_gpu_double_match_cpu():
-    fetches = ["ref_initialized:0", "assign_old:0", "read:0"]
+    fetches = ["ref_initialized:0", "assign_old:0", "read:0", "gather:0"]
     graph = variables_graph()
     cpu = Session(graph, device="cpu", threads=1).run(fetches).values
     gpu = Session(graph, device=strict_gpu(), threads=1).run(fetches).values

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .array_common import host_int, host_ints, host_value, output_shape, shape_str, vector_of
+from . import variant
 from .registry import kernel
 
 # --- Pad, PadV2, MirrorPad, MirrorPadGrad ---------------------------------------------------------
@@ -127,6 +128,8 @@ def empty(ctx, shape, *, init):
 
 @kernel("ZerosLike")
 def zeros_like(ctx, x):
+    if variant.is_variant(ctx):
+        return variant.zeros_like(ctx, x)
     return ctx.xp.zeros(x.shape, dtype=ctx.out_dtype())
 
 

@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 
-from . import math_special
+from . import math_special, variant
 from .math_common import (LOW_PRECISION, broadcast_shape, check_nonzero_divisor, compute_dtype,
                           is_complex, is_integer, math_kernel, require_same_shape, shape_text,
                           truncate_divide)
@@ -426,6 +426,8 @@ _ADD_N_GROUP = 8
 @math_kernel("AddN", "AccumulateNV2")
 def add_n(ctx, *inputs):
     require_same_shape(ctx, inputs, ctx.op)
+    if variant.is_variant(ctx):
+        return variant.add_n(ctx, inputs)
     if len(inputs) == 1:
         return inputs[0]
     first = len(inputs) % _ADD_N_GROUP

@@ -57,6 +57,8 @@ def typed(ctx, value, index: int = 0):
     want = ctx.np_out_dtypes[index]
     if isinstance(value, ctx.xp.ndarray) and value.dtype == want:
         return value
+    if want == object and isinstance(value, np.ndarray):   # variants stay host objects on a GPU
+        return value
     return ctx.xp.asarray(value, dtype=want)
 
 

@@ -222,6 +222,13 @@ def assign_update_variable_op(ctx, resource, value, *, dtype):
     return ()
 
 
+@kernel("ResourceGather")
+def resource_gather(ctx, resource, indices, *, batch_dims, validate_indices, dtype, Tindices):
+    from .array_index import _gather
+
+    return _gather(ctx, read_variable_op(ctx, resource, dtype=dtype), indices, batch_dims, batch_dims)
+
+
 @kernel("VarIsInitializedOp")
 def var_is_initialized_op(ctx, resource):
     _, variable = _resource_variable(ctx, resource)

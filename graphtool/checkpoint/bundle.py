@@ -1,0 +1,209 @@
+"""Reading TensorFlow tensor bundles: `PREFIX.index` plus `PREFIX.data-SSSSS-of-NNNNN` shards.
+
+The index is a sorted string table (table.py). Its first entry, under the empty key, is a
+BundleHeaderProto (num_shards, endianness, format version); every other key names a tensor and
+holds a BundleEntryProto: dtype, shape, which data shard, the byte range in it, and the masked
+CRC-32C of those bytes. A tensor's bytes are its raw little-endian elements, except strings:
+
+    [varint64 length of each element] [fixed32 masked crc of the lengths] [the element bytes]
+
+where the checksum covers each length as a uint32 (a uint64 when it does not fit), the stored
+length checksum itself and the bytes. Partitioned variables are stored as slices (entries with
+`slices` set); reading those is not supported.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import dtypes
+from ..proto.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto
+from ..proto.tensor_slice_pb2 import TensorSliceProto
+from .crc import crc32c, unmask
+from .errors import CheckpointError
+from .table import read_table, read_varint
+
+HEADER_KEY = b""
+# The newest bundle format version this reader understands (TensorFlow writes producer 1).
+FORMAT_VERSION = 1
+
+
+def index_filename(prefix: str | os.PathLike) -> str:
+    return f"{os.fspath(prefix)}.index"
+
+
+def data_filename(prefix: str | os.PathLike, shard: int, num_shards: int) -> str:
+    return f"{os.fspath(prefix)}.data-{shard:05d}-of-{num_shards:05d}"
+
+
+@dataclass(frozen=True)
+class BundleEntry:
+    """What the index says about one tensor."""
+
+    key: str
+    dtype: dtypes.DType
+    shape: tuple[int, ...]
+    shard_id: int
+    offset: int
+    size: int
+    crc32c: int                       # as stored (masked)
+    slices: tuple[TensorSliceProto, ...] = ()
+
+
+class BundleReader:
+    """Open a bundle by prefix (`.../variables/variables`) and read its tensors as numpy arrays.
+
+        reader = BundleReader("model/variables/variables")
+        reader.keys()                 # tensor names, sorted
+        reader.read("dense/kernel/.ATTRIBUTES/VARIABLE_VALUE")
+
+    Every problem raises CheckpointError (exit 3) naming the file: a missing or truncated index,
+    bad magic, a checksum mismatch in the index or in a tensor's bytes, a missing data shard.
+    """
+
+    def __init__(self, prefix: str | os.PathLike):
+        self.prefix = os.fspath(prefix)
+        self.index_path = index_filename(prefix)
+        try:
+            data = Path(self.index_path).read_bytes()
+        except FileNotFoundError:
+            raise CheckpointError(f"{self.index_path}: no such file (the bundle's index)") from None
+        except OSError as exc:
+            raise CheckpointError(f"{self.index_path}: cannot read ({exc.strerror or exc})") from None
+        records = read_table(data, self.index_path)
+        if not records or records[0][0] != HEADER_KEY:
+            raise CheckpointError(f"{self.index_path}: no bundle header entry (not a tensor bundle index)")
+        self.header = _parse(BundleHeaderProto, records[0][1], self.index_path, "the header")
+        if self.header.num_shards < 1:
+            raise CheckpointError(f"{self.index_path}: header says {self.header.num_shards} data shards")
+        if self.header.version.min_consumer > FORMAT_VERSION:
+            raise CheckpointError(f"{self.index_path}: bundle format version {self.header.version.producer} "
+                                  f"needs a reader of version {self.header.version.min_consumer}; "
+                                  f"this one reads version {FORMAT_VERSION}")
+        self.big_endian = self.header.endianness == BundleHeaderProto.BIG
+        self.entries: dict[str, BundleEntry] = {}
+        for raw_key, value in records[1:]:
+            key = raw_key.decode("utf-8", errors="replace")
+            self.entries[key] = self._entry(key, _parse(BundleEntryProto, value, self.index_path, f"entry '{key}'"))
+
+    @property
+    def num_shards(self) -> int:
+        return self.header.num_shards
+
+    def keys(self) -> list[str]:
+        return list(self.entries)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.entries
+
+    def entry(self, key: str) -> BundleEntry:
+        try:
+            return self.entries[key]
+        except KeyError:
+            raise CheckpointError(f"{self.index_path}: no tensor '{key}' in the bundle") from None
+
+    def read(self, key: str) -> np.ndarray:
+        """The tensor stored under `key`, its checksum verified."""
+        entry = self.entry(key)
+        if entry.slices:
+            raise CheckpointError(f"{self.index_path}: tensor '{key}' is stored as {len(entry.slices)} slice(s) "
+                                  f"(a partitioned variable); reading slices is not supported")
+        path = data_filename(self.prefix, entry.shard_id, self.num_shards)
+        raw = self._read_bytes(path, entry)
+        count = int(np.prod(entry.shape, dtype=np.int64))
+        if entry.dtype is dtypes.string:
+            return self._decode_strings(raw, count, entry, path).reshape(entry.shape)
+        actual = crc32c(raw)
+        if actual != unmask(entry.crc32c):
+            raise CheckpointError(f"{path}: checksum mismatch for tensor '{key}' (stored "
+                                  f"{unmask(entry.crc32c):#010x}, computed {actual:#010x}): the file is corrupt")
+        storage = entry.dtype.numpy.newbyteorder(">" if self.big_endian else "<") \
+            if entry.dtype.numpy.itemsize > 1 else entry.dtype.numpy
+        return np.frombuffer(raw, dtype=storage).astype(entry.dtype.numpy).reshape(entry.shape)
+
+    def read_all(self) -> dict[str, np.ndarray]:
+        return {key: self.read(key) for key in self.entries if not self.entries[key].slices}
+
+    # --- internals ------------------------------------------------------------------------------
+    def _entry(self, key: str, proto: BundleEntryProto) -> BundleEntry:
+        where = f"{self.index_path}: tensor '{key}'"
+        try:
+            dtype = dtypes.from_enum(proto.dtype)
+        except Exception:
+            raise CheckpointError(f"{where} has unknown dtype enum {proto.dtype}") from None
+        if proto.shape.unknown_rank or any(d.size < 0 for d in proto.shape.dim):
+            raise CheckpointError(f"{where} has an invalid shape")
+        shape = tuple(d.size for d in proto.shape.dim)
+        if not proto.slices:
+            if dtype.numpy is None or dtype is dtypes.variant or dtype is dtypes.resource:
+                raise CheckpointError(f"{where} has dtype {dtype}, which cannot be read")
+            if not 0 <= proto.shard_id < self.num_shards:
+                raise CheckpointError(f"{where} is in data shard {proto.shard_id}, but the bundle has "
+                                      f"{self.num_shards}")
+            if dtype is not dtypes.string:
+                want = int(np.prod(shape, dtype=np.int64)) * dtype.numpy.itemsize
+                if proto.size != want:
+                    raise CheckpointError(f"{where} has {proto.size} bytes, shape {list(shape)} of {dtype} "
+                                          f"needs {want}")
+        return BundleEntry(key, dtype, shape, proto.shard_id, proto.offset, proto.size, proto.crc32c,
+                           tuple(proto.slices))
+
+    def _read_bytes(self, path: str, entry: BundleEntry) -> bytes:
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(entry.offset)
+                raw = handle.read(entry.size)
+        except FileNotFoundError:
+            raise CheckpointError(f"{path}: no such file (data shard {entry.shard_id + 1} of "
+                                  f"{self.num_shards} of bundle {self.prefix})") from None
+        except OSError as exc:
+            raise CheckpointError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        if len(raw) != entry.size:
+            raise CheckpointError(f"{path}: truncated: tensor '{entry.key}' needs bytes "
+                                  f"{entry.offset}..{entry.offset + entry.size}, the file has "
+                                  f"{entry.offset + len(raw) if raw else os.path.getsize(path)}")
+        return raw
+
+    def _decode_strings(self, raw: bytes, count: int, entry: BundleEntry, path: str) -> np.ndarray:
+        where = f"tensor '{entry.key}'"
+        out = np.empty(count, dtype=object)
+        if entry.size == 0:
+            out[:] = b""
+            return out
+        lengths, pos, crc = [], 0, 0
+        for _ in range(count):
+            length, pos = read_varint(raw, pos, len(raw), f"string lengths of {where}", path)
+            lengths.append(length)
+            crc = crc32c(struct.pack("<I" if length <= 0xFFFFFFFF else "<Q", length), crc)
+        if pos + 4 > len(raw):
+            raise CheckpointError(f"{path}: corrupt {where} (string lengths run past its bytes)")
+        stored_lengths_crc = raw[pos:pos + 4]
+        if unmask(struct.unpack("<I", stored_lengths_crc)[0]) != crc:
+            raise CheckpointError(f"{path}: checksum mismatch in the string lengths of {where}: the file is corrupt")
+        crc = crc32c(stored_lengths_crc, crc)
+        pos += 4
+        if pos + sum(lengths) != len(raw):
+            raise CheckpointError(f"{path}: corrupt {where} (string bytes do not add up to its size)")
+        for i, length in enumerate(lengths):
+            out[i] = raw[pos:pos + length]
+            pos += length
+        crc = crc32c(raw[pos - sum(lengths):pos], crc)
+        if crc != unmask(entry.crc32c):
+            raise CheckpointError(f"{path}: checksum mismatch for tensor '{entry.key}': the file is corrupt")
+        return out
+
+
+def _parse(message_type, data: bytes, source: str, what: str):
+    message = message_type()
+    try:
+        message.ParseFromString(data)
+    except Exception:
+        raise CheckpointError(f"{source}: cannot parse {what} (corrupt index)") from None
+    return message
+
+
+__all__ = ["BundleEntry", "BundleReader", "CheckpointError", "data_filename", "index_filename"]

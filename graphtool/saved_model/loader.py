@@ -1,0 +1,177 @@
+"""A SavedModel signature as one frozen, self-contained graph every command can work on.
+
+    graph, info = load_saved_model("model_dir", "serving_default")
+
+Steps:
+1. read saved_model.pb(.pbtxt), take the MetaGraph tagged "serve" and the signature;
+2. map variable handles to checkpoint keys through the saver's restore op (restore_map.py);
+3. cut the GraphDef down to what the signature's outputs need (the save/restore machinery holds
+   ops no signature uses), import it, and lower functional ops (calls, If, While, Case) to v1
+   control flow so that variables captured by functions become visible handles;
+4. freeze: read the variables from variables/variables.{index,data-*} and replace the handles and
+   their readers by Consts (freeze.py);
+5. prune to the signature (its inputs become the graph's feeds, its outputs its fetches) and make
+   the signature's keys usable as names: each output gets an Identity named after its key (when
+   that name is free; otherwise a fresh name carrying SIGNATURE_OUTPUT_ATTR), and each input's
+   feed node carries SIGNATURE_INPUT_ATTR = key, which the session's feed resolution accepts.
+   Both are ordinary graph content, so they survive `dftool prune DIR - | dftool run -`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .. import dtypes
+from ..checkpoint import BundleReader, CheckpointError
+from ..errors import InvalidGraphError
+from ..functions.library import drop_unreferenced
+from ..functions.lowering import lower_functional_ops, needs_lowering
+from ..ir import Graph, from_graphdef
+from ..proto.graph_pb2 import GraphDef
+from ..prune import SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUT_ATTR, prune
+from .freeze import REF_VARIABLE_OPS, FreezeReport, freeze_variables
+from .reader import (DEFAULT_SIGNATURE, Signature, find_saved_model, read_saved_model, select_signature,
+                     serving_meta_graph, signatures)
+from .restore_map import checkpoint_keys
+
+VARIABLES_PREFIX = Path("variables") / "variables"
+
+
+@dataclass
+class SavedModelInfo:
+    path: str                                   # as the user gave it
+    directory: Path
+    tags: list[str]
+    signature: Signature                        # the one loaded
+    signatures: dict[str, Signature]            # every user-facing one
+    variables: dict[str, str] = field(default_factory=dict)   # frozen node -> checkpoint key
+    lowered: bool = False
+
+    def notice(self) -> str:
+        """The one line commands print on stderr after loading."""
+        sig = self.signature
+        return (f"SavedModel {self.path}: signature '{sig.key}' ({len(sig.inputs)} input(s), {len(sig.outputs)} "
+                f"output(s)), {len(self.variables)} variable(s) frozen" + (", functions lowered" if self.lowered else ""))
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "tags": self.tags, "signature": self.signature.key,
+                "signatures": [s.to_json() for s in self.signatures.values()],
+                "variables_frozen": len(self.variables), "lowered_functions": self.lowered}
+
+
+def is_saved_model(path: str) -> bool:
+    return find_saved_model(path) is not None
+
+
+def load_saved_model(path: str, signature: str | None = None, *, verify: bool = True) -> tuple[Graph, SavedModelInfo]:
+    """The frozen graph of one signature (default serving_default) of the SavedModel at `path`
+    (its directory or its saved_model.pb(.pbtxt)). UsageError (exit 2) for an unknown signature,
+    InvalidGraphError/CheckpointError (exit 3) naming the file for anything unreadable."""
+    file = find_saved_model(path)
+    if file is None:
+        raise InvalidGraphError(f"{path}: not a SavedModel (no saved_model.pb or saved_model.pbtxt)")
+    meta = serving_meta_graph(read_saved_model(file), path)
+    chosen = select_signature(meta, signature or DEFAULT_SIGNATURE, path)
+    info = SavedModelInfo(path, file.parent, list(meta.meta_info_def.tags), chosen, signatures(meta, path))
+    keys = checkpoint_keys(meta, str(file))
+
+    needed = _needed_part(meta.graph_def, [t.tensor for t in chosen.inputs + chosen.outputs], str(file))
+    graph = from_graphdef(needed, str(file), verify=False)
+    info.lowered = _lower(graph)
+    values = _read_variables(graph, keys, info.directory / VARIABLES_PREFIX, str(file))
+    report = freeze_variables(graph, values)
+    _check_frozen(graph, report, str(file))
+    info.variables = {name: keys[name] for name in report.frozen}
+
+    graph, pruned = prune(graph, [t.tensor for t in chosen.outputs], [t.tensor for t in chosen.inputs])
+    _name_signature_tensors(graph, chosen, {feed.tensor: feed.node for feed in pruned.feeds})
+    drop_unreferenced(graph)   # e.g. the save and restore functions
+    if verify:
+        graph.verify()
+    return graph, info
+
+
+# --- steps ------------------------------------------------------------------------------------------
+
+def _needed_part(graph_def: GraphDef, tensors: list[str], source: str) -> GraphDef:
+    """The nodes the signature's tensors depend on (data and control inputs), in file order."""
+    nodes = {n.name: n for n in graph_def.node}
+    stack = [t.split(":")[0] for t in tensors]
+    for name in stack:
+        if name not in nodes:
+            raise InvalidGraphError(f"{source}: the signature names tensor '{name}', which is not in the graph")
+    needed: set[str] = set()
+    while stack:
+        name = stack.pop()
+        if name in needed or name not in nodes:
+            continue
+        needed.add(name)
+        stack.extend(i.lstrip("^").split(":")[0] for i in nodes[name].input)
+    out = GraphDef()
+    out.versions.CopyFrom(graph_def.versions)
+    out.library.CopyFrom(graph_def.library)
+    out.node.extend(n for n in graph_def.node if n.name in needed)
+    return out
+
+
+def _lower(graph: Graph) -> bool:
+    """Inline function calls and lower If/While/Case, so captured variables become plain handles."""
+    if not needs_lowering(graph):
+        return False
+    lower_functional_ops(graph)
+    return True
+
+
+def _read_variables(graph: Graph, keys: dict[str, str], prefix: Path, source: str) -> dict[str, np.ndarray]:
+    """Values of the graph's variable handles from the bundle, checked against their attrs."""
+    handles = [n for n in graph.nodes if n.op == "VarHandleOp" or n.op in REF_VARIABLE_OPS]
+    if not handles:
+        return {}
+    missing = [n.name for n in handles if n.name not in keys]
+    if missing:
+        raise InvalidGraphError(f"{source}: variable '{missing[0]}' is not restored by the SavedModel's restore op"
+                                + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    reader = BundleReader(prefix)
+    values = {}
+    for node in handles:
+        key = keys[node.name]
+        if key not in reader:
+            raise CheckpointError(f"{reader.index_path}: no tensor '{key}' (the value of variable '{node.name}')")
+        value = reader.read(key)
+        want = node.attr("dtype").base
+        if dtypes.from_numpy(value.dtype) is not want and not (want is dtypes.string and value.dtype == object):
+            raise CheckpointError(f"{reader.index_path}: tensor '{key}' is {reader.entry(key).dtype}, "
+                                  f"variable '{node.name}' holds {want}")
+        shape = node.attr("shape", None)
+        if shape is not None and not shape.is_compatible_with(value.shape):
+            raise CheckpointError(f"{reader.index_path}: tensor '{key}' has shape {list(value.shape)}, "
+                                  f"variable '{node.name}' is {shape}")
+        values[node.name] = value
+    return values
+
+
+def _check_frozen(graph: Graph, report: FreezeReport, source: str) -> None:
+    if report.kept:
+        name, why = next(iter(report.kept.items()))
+        more = f" (and {len(report.kept) - 1} more)" if len(report.kept) > 1 else ""
+        raise InvalidGraphError(f"{source}: variable '{name}' cannot be frozen: {why}{more}",
+                                hint="only variables the signature reads (never assigns) become constants")
+
+
+def _name_signature_tensors(graph: Graph, signature: Signature, feed_nodes: dict[str, str]) -> None:
+    """Identity nodes named after output keys, SIGNATURE_INPUT_ATTR on the feed nodes (which
+    prune made or kept for each input tensor: `feed_nodes`)."""
+    for tensor in signature.inputs:
+        graph.node(feed_nodes[tensor.tensor]).set_attr(SIGNATURE_INPUT_ATTR, tensor.key, "string")
+    for tensor in signature.outputs:
+        ref = graph.tensor(tensor.tensor)
+        if ref.index == 0 and ref.node.name == tensor.key:
+            continue
+        name = graph.unique_name(tensor.key)
+        dtype = ref.node.spec.output_dtypes(ref.node)[ref.index] if ref.node.spec else None
+        attrs = {"T": dtype} if dtype is not None else {}
+        if name != tensor.key:
+            attrs[SIGNATURE_OUTPUT_ATTR] = tensor.key
+        graph.add_node("Identity", name, [ref], attrs=attrs, device=ref.node.device)
