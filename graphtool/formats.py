@@ -18,11 +18,14 @@ import zipfile
 from dataclasses import dataclass
 from io import BytesIO
 
+from .checkpoint.crc import crc32c, mask
+from .checkpoint.table import MAGIC as TABLE_MAGIC
+
 _VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
 
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 # A table (SSTable) file as TensorFlow's tensor bundle index uses: the footer ends in this number.
-_TABLE_MAGIC = struct.pack("<Q", 0xDB4775248B80FB57)
+_TABLE_MAGIC = struct.pack("<Q", TABLE_MAGIC)
 _CHECKPOINT_DATA = re.compile(r"\.data-\d{5}-of-\d{5}$")
 _SAVED_MODEL_HINT = ("pass the SavedModel directory (with variables/) instead, or extract a GraphDef "
                      "from it (e.g. a frozen graph)")
@@ -137,7 +140,7 @@ def _tfrecord(data: bytes) -> Foreign | None:
         return None
     (length,) = struct.unpack("<Q", data[:8])
     (length_crc,) = struct.unpack("<I", data[8:12])
-    if length_crc != _masked_crc32c(data[:8]) or len(data) < 16 + length:
+    if length_crc != mask(crc32c(data[:8])) or len(data) < 16 + length:
         return None
     payload = _walk(data[12:12 + length])
     if payload and any(f == 3 and w == _LEN and bytes(v[:12]) == b"brain.Event:" for f, w, v in payload):
@@ -282,24 +285,3 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         if shift > 63:
             raise IndexError("varint too long")
 
-
-def _crc32c_table() -> list[int]:
-    table = []
-    for byte in range(256):
-        crc = byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
-        table.append(crc)
-    return table
-
-
-_CRC32C = _crc32c_table()
-
-
-def _masked_crc32c(data: bytes) -> int:
-    """TFRecord's masked CRC-32C (Castagnoli): rotate right by 15 and add a constant."""
-    crc = 0xFFFFFFFF
-    for byte in data:
-        crc = _CRC32C[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    crc ^= 0xFFFFFFFF
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
