@@ -22,8 +22,8 @@ def _manifest(case):
     return json.loads((MODELS / case / "manifest.json").read_text())
 
 
-RUNS = [(case, signature) for case in ("keras_lstm", "module_two_signatures", "tf1_resource", "tf1_ref_variables",
-                                        "tf1_partitioned")
+RUNS = [(case, signature) for case in ("keras_lstm", "module_two_signatures", "module_stateful", "tf1_resource",
+                                        "tf1_ref_variables", "tf1_partitioned")
         for signature in _manifest(case)["recorded"]]
 
 
@@ -107,6 +107,22 @@ def test_inspect_lists_every_signature():
     text = out + err
     assert code == 0, err
     assert "* iterate" in text and "serving_default" in text and "ids: int32[?]" in text
+
+
+def test_assigned_variable_is_restored_each_step_not_frozen():
+    """module_stateful's signature bumps a counter: it stays a variable, restored at the start of
+    each step, so a run computes what TensorFlow's first call after loading does (calls == 1)."""
+    code, out, err = run_dftool("inspect", MODELS / "module_stateful" / "model", "--json")
+    assert code == 0, err
+    saved = json.loads(out)["saved_model"]
+    assert saved["variables_frozen"] == 1 and list(saved["variables_unfrozen"]) == ["calls"]
+    assert "AssignAddVariableOp" in saved["variables_unfrozen"]["calls"]
+    feeds, expected = _files("module_stateful", "serving_default")
+    assert float(np.load(expected)["calls"]) == 1.0
+    code, _, err = run_dftool("profile", MODELS / "module_stateful" / "model", "--feeds", feeds, "--repeat", "3",
+                              "--warmup", "1", "--json")
+    assert code == 0, err
+    assert "stays a variable, restored at the start of every step" in err
 
 
 def test_prune_feeds_by_signature_key(tmp_path):

@@ -34,7 +34,7 @@ def test_read_becomes_identity_of_a_const():
     value = np.arange(6, dtype=np.float32).reshape(2, 3)
     report = freeze_variables(g, {"w": value})
     g.verify()
-    assert report.frozen == ["w"] and report.readers_replaced == 1 and not report.kept
+    assert report.frozen == ["w"] and report.readers_replaced == 1 and not report.restored_per_step
     assert g.node("w").op == "Const" and g.node("w/read").op == "Identity"
     assert g.node("w/handle").attr("T") is F32          # the chain is retyped
     feed = np.ones((1, 2), np.float32)
@@ -118,15 +118,18 @@ def test_identity_n_retypes_only_the_handle_port():
     np.testing.assert_array_equal(out, [4.0, 6.0])
 
 
-def test_assigned_variable_is_kept_and_reported():
+def test_assigned_variable_is_restored_in_the_graph():
     g = Graph()
     v = _handle(g, "v", [2])
     g.add_node("AssignVariableOp", "assign", [v.output(0), const(g, "c", [1.0, 2.0]).output(0)],
                attrs={"dtype": F32})
     _read(g, "read", v)
     report = freeze_variables(g, {"v": np.zeros(2, np.float32)})
-    assert report.frozen == [] and "AssignVariableOp 'assign'" in report.kept["v"]
+    assert report.frozen == [] and "AssignVariableOp 'assign'" in report.restored_per_step["v"]
     assert g.node("v").op == "VarHandleOp" and g.node("read").op == "ReadVariableOp"
+    restore = g.node("v/restore")
+    assert restore.op == "AssignVariableOp" and restore in g.node("read").control_inputs
+    assert restore in g.node("assign").control_inputs
 
 
 def test_reference_variable_becomes_a_const():
@@ -141,7 +144,7 @@ def test_reference_variable_becomes_a_const():
     value = np.array([[1, 2], [3, 4]], np.float32)
     report = freeze_variables(g, {"v": value, "counter": np.float32(1)})
     g.verify()
-    assert report.frozen == ["v"] and "Assign 'counter/assign'" in report.kept["counter"]
+    assert report.frozen == ["v"] and "Assign 'counter/assign'" in report.restored_per_step["counter"]
     assert g.node("v").op == "Const" and g.node("v/ref").op == "Identity"
     out = Session(g).run(["y"], {"x": np.array([[1, 1]], np.float32)}).values[0]
     np.testing.assert_array_equal(out, [[4, 6]])

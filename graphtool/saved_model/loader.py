@@ -31,7 +31,7 @@ from ..functions.lowering import lower_functional_ops, needs_lowering
 from ..ir import Graph, from_graphdef
 from ..proto.graph_pb2 import GraphDef
 from ..prune import SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUT_ATTR, prune
-from .freeze import REF_VARIABLE_OPS, FreezeReport, freeze_variables
+from .freeze import REF_VARIABLE_OPS, freeze_variables
 from .reader import (DEFAULT_SIGNATURE, Signature, find_saved_model, read_saved_model, select_signature,
                      serving_meta_graph, signatures)
 from .restore_map import checkpoint_keys
@@ -47,18 +47,25 @@ class SavedModelInfo:
     signature: Signature                        # the one loaded
     signatures: dict[str, Signature]            # every user-facing one
     variables: dict[str, str] = field(default_factory=dict)   # frozen node -> checkpoint key
+    unfrozen: dict[str, str] = field(default_factory=dict)    # variable restored per step -> why
     lowered: bool = False
 
     def notice(self) -> str:
         """The one line commands print on stderr after loading."""
         sig = self.signature
-        return (f"SavedModel {self.path}: signature '{sig.key}' ({len(sig.inputs)} input(s), {len(sig.outputs)} "
+        text = (f"SavedModel {self.path}: signature '{sig.key}' ({len(sig.inputs)} input(s), {len(sig.outputs)} "
                 f"output(s)), {len(self.variables)} variable(s) frozen" + (", functions lowered" if self.lowered else ""))
+        if self.unfrozen:
+            name, why = next(iter(self.unfrozen.items()))
+            more = f" (and {len(self.unfrozen) - 1} more)" if len(self.unfrozen) > 1 else ""
+            text += f"; variable '{name}' stays a variable, restored at the start of every step ({why}){more}"
+        return text
 
     def to_json(self) -> dict:
         return {"path": self.path, "tags": self.tags, "signature": self.signature.key,
                 "signatures": [s.to_json() for s in self.signatures.values()],
-                "variables_frozen": len(self.variables), "lowered_functions": self.lowered}
+                "variables_frozen": len(self.variables), "variables_unfrozen": self.unfrozen,
+                "lowered_functions": self.lowered}
 
 
 def is_saved_model(path: str) -> bool:
@@ -82,8 +89,9 @@ def load_saved_model(path: str, signature: str | None = None, *, verify: bool = 
     info.lowered = _lower(graph)
     values = _read_variables(graph, keys, info.directory / VARIABLES_PREFIX, str(file))
     report = freeze_variables(graph, values)
-    _check_frozen(graph, report, str(file))
     info.variables = {name: keys[name].key for name in report.frozen}
+    # A variable the signature also writes stays a variable, restored at the start of each step.
+    info.unfrozen = dict(report.restored_per_step)
 
     graph, pruned = prune(graph, [t.tensor for t in chosen.outputs], [t.tensor for t in chosen.inputs])
     _name_signature_tensors(graph, chosen, {feed.tensor: feed.node for feed in pruned.feeds})
@@ -150,14 +158,6 @@ def _read_variables(graph: Graph, keys: dict, prefix: Path, source: str) -> dict
                                   f"{list(value.shape)}, variable '{node.name}' is {shape}")
         values[node.name] = value
     return values
-
-
-def _check_frozen(graph: Graph, report: FreezeReport, source: str) -> None:
-    if report.kept:
-        name, why = next(iter(report.kept.items()))
-        more = f" (and {len(report.kept) - 1} more)" if len(report.kept) > 1 else ""
-        raise InvalidGraphError(f"{source}: variable '{name}' cannot be frozen: {why}{more}",
-                                hint="only variables the signature reads (never assigns) become constants")
 
 
 def _name_signature_tensors(graph: Graph, signature: Signature, feed_nodes: dict[str, str]) -> None:
