@@ -49,7 +49,7 @@ class Foreign:
 def identify(data: bytes, name: str | None = None) -> Foreign | None:
     """The foreign format `data` is in, or None when it may be a GraphDef (binary or text).
     `name` is the file name, if any (checkpoint data shards have no signature but their name)."""
-    for check in (_hdf5, _zip, _tflite, _table, _tfrecord, _onnx, _saved_model):
+    for check in (_hdf5, _zip, _tflite, _table, _tfrecord, _onnx, _saved_model, _fingerprint):
         found = check(data)
         if found is not None:
             return found
@@ -154,18 +154,37 @@ def _starts_with_varint_field_1(data: bytes) -> bool:
 
 
 def _onnx(data: bytes) -> Foreign | None:
-    """ModelProto: ir_version (1, varint) and graph (7) / opset_import (8) messages."""
+    """ModelProto: ir_version (1, varint, a small number) and opset_import (8) messages, each an
+    OperatorSetIdProto of domain (1, string) and version (2, varint)."""
     if not _starts_with_varint_field_1(data):
         return None
     fields = _walk(data)
-    if not fields:
+    if not fields or not 1 <= fields[0][2] <= 64:
         return None
-    numbers = {(f, w) for f, w, _ in fields}
-    if (7, _LEN) in numbers or (8, _LEN) in numbers:
+    opsets = [v for f, w, v in fields if (f, w) == (8, _LEN)]
+    if opsets and all(_fields_within(v, {(1, _LEN), (2, _VARINT)}) for v in opsets):
         return Foreign("onnx", "an ONNX model (ModelProto)",
                        "dftool reads TensorFlow graphs: convert the model to TensorFlow (e.g. "
                        "onnx-tf, the reverse of tf2onnx) or export the original TensorFlow graph")
     return None
+
+
+def _fingerprint(data: bytes) -> Foreign | None:
+    """FingerprintDef (a SavedModel's fingerprint.pb): hashes as varints 1-5, version (6), uuid (7)."""
+    if not _starts_with_varint_field_1(data):
+        return None
+    allowed = {(k, _VARINT) for k in range(1, 6)} | {(6, _LEN), (7, _LEN)}
+    fields = _walk(data)
+    if fields and {(1, _VARINT), (2, _VARINT)} <= {(f, w) for f, w, _ in fields} \
+            and _fields_within(data, allowed):
+        return Foreign("saved-model-fingerprint", "a SavedModel fingerprint (fingerprint.pb)",
+                       _SAVED_MODEL_HINT)
+    return None
+
+
+def _fields_within(data, allowed: set) -> bool:
+    fields = _walk(data)
+    return fields is not None and all((f, w) in allowed for f, w, _ in fields)
 
 
 def _saved_model(data: bytes) -> Foreign | None:

@@ -61,13 +61,16 @@ def inspect_graph(graph: Graph, source: str = "graph", build_problems: list[str]
     shapes, shape_failure = _infer(graph)
     inputs = [_input_entry(node) for node in graph.nodes if node.op in PLACEHOLDER_OPS]
     # A broken graph may defeat a section (a cycle has no frames): report that, keep the rest.
-    outputs = _section("outputs", findings, lambda: _output_entries(graph, shapes, bool(unknown)))
-    sinks = _section("sinks", findings, lambda: [{"name": n.name, "op": n.op} for n in graph_sinks(graph)])
-    frames = _section("frames", findings, lambda: _frames(graph))
-    findings += [_finding("unknown_op", graph.get(entry["nodes"][0]),
-                          f"op '{entry['op']}' is not known to dftool ({opaque.describe({entry['op']: entry['nodes']})}): "
-                          f"opaque, fetches that need it cannot run") for entry in unknown]
-    findings += _section("findings", findings, lambda: _findings(graph, shapes, shape_failure))
+    broken = bool(problems)
+    outputs = _section("outputs", findings, broken, lambda: _output_entries(graph, shapes, bool(unknown)))
+    sinks = _section("sinks", findings, broken, lambda: [{"name": n.name, "op": n.op} for n in graph_sinks(graph)])
+    frames = _section("frames", findings, broken, lambda: _frames(graph))
+    for entry in unknown:
+        found = opaque.describe({entry["op"]: entry["nodes"]})
+        findings.append(_finding("unknown_op", graph.get(entry["nodes"][0]),
+                                 f"op '{entry['op']}' is not known to dftool ({found}): opaque, fetches "
+                                 f"that need it cannot run"))
+    findings += _section("findings", findings, broken, lambda: _findings(graph, shapes, shape_failure))
     return {
         "command": "inspect",
         "graph": source,
@@ -98,10 +101,14 @@ def _problems(graph: Graph, build_problems) -> list[str]:
     return list(build_problems) + found
 
 
-def _section(name: str, findings: list[dict], compute):
+def _section(name: str, findings: list[dict], broken: bool, compute):
+    """compute(), or [] plus a finding when the graph is `broken` and defeats it (on a valid
+    graph an exception here is a bug and propagates)."""
     try:
         return compute()
     except (DftoolError, KeyError, ValueError, TypeError, IndexError) as exc:
+        if not broken:
+            raise
         message = exc.one_line() if isinstance(exc, DftoolError) else f"{type(exc).__name__}: {exc}"
         findings.append(_finding("summary", None, f"cannot summarise {name}: {message}"))
         return []

@@ -19,6 +19,7 @@ CASES = {
     "events.out.tfevents.fixture": (["TensorFlow event file"], ["summaries"]),
     "records.tfrecord": (["a TFRecord file"], []),
     "savedmodel_as_graph.pb": (["a SavedModel proto"], ["SavedModel directory (with variables/)"]),
+    "fingerprint.pb": (["a SavedModel fingerprint"], ["SavedModel directory (with variables/)"]),
     "model.meta": (["a MetaGraphDef"], ["graph_def"]),
     "model_meta.pbtxt": (["a MetaGraphDef in text format"], ["graph_def"]),
     "ckpt.index": (["checkpoint index"], ["variable values only"]),

@@ -129,6 +129,10 @@ def _graph_with_body(nodes, ret, inputs=(("v", F32),)):
      "function 'Broken' (called by 'c'): node 'n': input 'missing:y:0' names no node or input arg"),
     ([node_def("n", "Neg", ["v"], T=F32)], {"r": "n:z:0"},
      "function 'Broken' (called by 'c'): ret 'r': input 'n:z:0': node 'n' (Neg) has no output arg 'z'"),
+    # An op dftool does not know is opaque (read through one output arg it lowers; run names it),
+    # but read through two output args their order is unknown.
+    ([node_def("n", "NoSuchOp", ["v"]), node_def("m", "Neg", ["n:y:0"], T=F32)], {"r": "n:z:0"},
+     "node 'n' uses op 'NoSuchOp', which dftool does not know, through output args y, z whose order"),
     ([node_def("n", "Neg", ["v"], T=F32)], {}, "function 'Broken' (called by 'c'): output 'r' has no entry in ret"),
 ])
 def test_malformed_bodies_are_one_line_errors_naming_function_and_node(tmp_path, nodes, ret, message):

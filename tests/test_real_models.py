@@ -98,16 +98,50 @@ def _run(graph, case, out, *extra, fetches=None, stdin=None) -> dict[str, np.nda
     return _load(out)
 
 
-@pytest.fixture(scope="module")
-def reference_runs(tmp_path_factory):
-    """{case: what `dftool run graph.pb` fetched}, computed once per case."""
-    directory, results = tmp_path_factory.mktemp("reference_runs"), {}
+class Runs:
+    """What several tests share, computed once per case: `run graph.pb --expect` (the test of
+    `run` asserts on it; the equivalence tests compare against its outputs) and the graph that
+    `optimize --passes lower` makes."""
 
-    def get(case):
-        if case not in results:
-            results[case] = _run(_graph(case), case, directory / f"{case}.npz")
-        return results[case]
-    return get
+    def __init__(self, directory):
+        self.directory = directory
+        self._runs, self._lowered = {}, {}
+
+    def reference(self, case):
+        """(exit code, stderr, outputs or None) of `run graph.pb --expect expected.npz`."""
+        if case not in self._runs:
+            rtol, atol = _tolerances(case)
+            out = self.directory / f"{case}.npz"
+            code, _, stderr = run_dftool(
+                "run", _graph(case), "--feeds", FIXTURES / case / "feeds.npz",
+                *_fetch_args(SPECS[case]["fetches"]), "--output", out,
+                "--expect", FIXTURES / case / "expected.npz", "--rtol", rtol, "--atol", atol,
+                timeout=TIMEOUT)
+            self._runs[case] = (code, stderr, _load(out) if out.exists() else None)
+        return self._runs[case]
+
+    def outputs(self, case):
+        code, stderr, outputs = self.reference(case)
+        assert outputs is not None, f"run {case}/graph.pb failed: {stderr}"
+        return outputs
+
+    def lowered(self, case):
+        """`optimize --passes lower` of the case; asserts no functional op is left."""
+        if case not in self._lowered:
+            lowered = self.directory / f"{case}.lowered.pb"
+            code, _, stderr = run_dftool("optimize", _graph(case), lowered, "--passes", "lower",
+                                         *_fetch_args(SPECS[case]["fetches"]), timeout=TIMEOUT)
+            self._lowered[case] = (code, stderr, lowered)
+        code, stderr, lowered = self._lowered[case]
+        assert code == 0, stderr
+        left = {node.op for node in graph_io.load_graphdef(str(lowered)).node} & FUNCTIONAL_OPS
+        assert not left, f"lower left {sorted(left)}"
+        return lowered
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return Runs(tmp_path_factory.mktemp("real_models"))
 
 
 def test_fixtures_exist():
@@ -131,15 +165,11 @@ def test_inspect_is_clean(case):
 # -- run -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("case", cases())
-def test_run_matches_tensorflow(case, tmp_path):
-    rtol, atol = _tolerances(case)
-    expected = FIXTURES / case / "expected.npz"
-    code, _, stderr = run_dftool("run", _graph(case), "--feeds", FIXTURES / case / "feeds.npz",
-                                 *_fetch_args(SPECS[case]["fetches"]),
-                                 "--output", tmp_path / "out.npz", "--expect", expected,
-                                 "--rtol", rtol, "--atol", atol, timeout=TIMEOUT)
+def test_run_matches_tensorflow(case, runs):
+    code, stderr, outputs = runs.reference(case)
     assert code == 0, stderr
-    _assert_matches(_load(tmp_path / "out.npz"), _load(expected), rtol, atol, "run")
+    rtol, atol = _tolerances(case)
+    _assert_matches(outputs, _load(FIXTURES / case / "expected.npz"), rtol, atol, "run")
 
 
 # -- optimize --------------------------------------------------------------------------------
@@ -182,7 +212,7 @@ def test_grad_matches_tensorflow(case, tmp_path):
 # -- place | partition | run -----------------------------------------------------------------
 
 @pytest.mark.parametrize("case", cases())
-def test_place_partition_run_equals_run(case, tmp_path, reference_runs):
+def test_place_partition_run_equals_run(case, tmp_path, runs):
     code, placed, stderr = run_dftool("place", _graph(case), "-", "--devices", "cpu:0,cpu:1",
                                       binary=True, timeout=TIMEOUT)
     assert code == 0, stderr
@@ -190,39 +220,38 @@ def test_place_partition_run_equals_run(case, tmp_path, reference_runs):
                                            timeout=TIMEOUT)
     assert code == 0, stderr
     actual = _run("-", case, tmp_path / "out.npz", stdin=partitioned)
-    _assert_identical(actual, reference_runs(case), "partitioned run vs run")
+    _assert_identical(actual, runs.outputs(case), "partitioned run vs run")
 
 
 # -- lower -----------------------------------------------------------------------------------
 
-def _lowered(case, tmp_path):
-    """`optimize --passes lower` of the case; asserts no functional op is left."""
-    lowered = tmp_path / "lowered.pb"
-    code, _, stderr = run_dftool("optimize", _graph(case), lowered, "--passes", "lower",
-                                 *_fetch_args(SPECS[case]["fetches"]), timeout=TIMEOUT)
-    assert code == 0, stderr
-    left = {node.op for node in graph_io.load_graphdef(str(lowered)).node} & FUNCTIONAL_OPS
-    assert not left, f"lower left {sorted(left)}"
-    return lowered
-
-
 @pytest.mark.parametrize("case", cases(lambda spec: _all_ops(spec) & FUNCTIONAL_OPS))
-def test_lowered_graph_gives_identical_results(case, tmp_path, reference_runs):
-    actual = _run(_lowered(case, tmp_path), case, tmp_path / "out.npz")
-    _assert_identical(actual, reference_runs(case), "lowered vs unlowered")
+def test_lowered_graph_gives_identical_results(case, tmp_path, runs):
+    actual = _run(runs.lowered(case), case, tmp_path / "out.npz")
+    _assert_identical(actual, runs.outputs(case), "lowered vs unlowered")
 
 
 def _overlapping_iterations(trace_path) -> int:
     """How many times, in some loop frame, iteration k+1 started a node before iteration k
-    started its last one (with one executor thread: the iterations were interleaved)."""
+    started its last one (with one executor thread: the iterations were interleaved).
+
+    Only frames that ran once count: the trace names a frame but not its instance, and the
+    instances of an inner loop (one per outer iteration) would look like overlapping ones."""
     events = json.loads(trace_path.read_text())["traceEvents"]
     starts = collections.defaultdict(list)  # (frame, iteration) -> start times
+    nodes = collections.defaultdict(set)    # (frame, iteration) -> node names
+    repeated = set()                         # frames run more than once
     for event in events:
         args = event.get("args", {})
         if event.get("ph") == "X" and args.get("frame"):
-            starts[args["frame"], args["iteration"]].append(event["ts"])
+            key = (args["frame"], args["iteration"])
+            if args["name"] in nodes[key]:
+                repeated.add(args["frame"])
+            nodes[key].add(args["name"])
+            starts[key].append(event["ts"])
     return sum(1 for (frame, k), times in starts.items()
-               if (frame, k + 1) in starts and min(starts[frame, k + 1]) < max(times))
+               if frame not in repeated and (frame, k + 1) in starts
+               and min(starts[frame, k + 1]) < max(times))
 
 
 def _with_parallel_iterations(source, target, value):
@@ -237,10 +266,10 @@ def _with_parallel_iterations(source, target, value):
 
 
 @pytest.mark.parametrize("case", cases(lambda spec: max(spec["parallel_iterations"], default=0) > 1))
-def test_lowered_loop_overlaps_iterations(case, tmp_path):
+def test_lowered_loop_overlaps_iterations(case, tmp_path, runs):
     """parallel_iterations > 1 lets iterations overlap; the same graph at 1 runs them in turn.
     Traced with one executor thread, so the interleaving is scheduling, not timing."""
-    lowered = (_lowered(case, tmp_path) if _all_ops(SPECS[case]) & LOOP_OPS
+    lowered = (runs.lowered(case) if _all_ops(SPECS[case]) & LOOP_OPS
                else _graph(case))  # TensorFlow lowered it already
     serial = _with_parallel_iterations(lowered, tmp_path / "serial.pb", 1)
     overlaps = {}

@@ -11,6 +11,7 @@ Writes, with the real tools that produce each format (no downloads, fixed seeds,
         events.out.tfevents.fixture   TensorFlow event file (tf.summary writer)
         records.tfrecord        a plain TFRecord file (tf.io.TFRecordWriter, not events)
         savedmodel_as_graph.pb  the saved_model.pb of a tiny tf.Module, under another name
+        fingerprint.pb          that SavedModel's fingerprint
         model.meta              a MetaGraphDef (tf.compat.v1.train.export_meta_graph)
         model_meta.pbtxt        the same MetaGraphDef in text format
         ckpt.index / ckpt.data-00000-of-00001   a tensor-bundle checkpoint (tf.train.Checkpoint)
@@ -119,6 +120,7 @@ def make_saved_model(out: Path) -> None:
         module = Scale()
         tf.saved_model.save(module, tmp, signatures=module.__call__)
         shutil.copy(Path(tmp) / "saved_model.pb", out / "savedmodel_as_graph.pb")
+        shutil.copy(Path(tmp) / "fingerprint.pb", out / "fingerprint.pb")
 
     ckpt = tf.train.Checkpoint(w=tf.Variable(np.arange(3, dtype=np.float32), name="w"))
     with tempfile.TemporaryDirectory() as tmp:

@@ -115,9 +115,10 @@ class _BackwardLoop:
         """The gradient of a var whose final value nothing differentiable reads: zeros shaped
         like that value (like its initial value when the loop keeps the shape)."""
         b, shapes = self.run.b, self.run.info.shapes
+        # A list's scalar shape says nothing of its length (PushBack changes it): only its Exit does.
         if var.exit is not None:
             like = var.exit.output(0)
-        elif shapes.shape(var.value).fully_defined:
+        elif shapes.shape(var.value).fully_defined and shapes.dtype(var.value).base is not dtypes.variant:
             like = var.init
         else:
             like = self._add_exit(var)

@@ -207,3 +207,25 @@ def test_a_list_of_integers_carries_no_gradient():
 
 def _stack_int(b, handle):
     return b.op("TensorListStack", [handle, np.int32(-1)], element_dtype=dtypes.int32)
+
+
+def test_a_pushed_list_whose_exit_was_dropped_gets_zeros_of_its_final_length():
+    """Frozen graphs drop unused Exits. The gradient of a list loop var nothing reads after the
+    loop is zeros like its final value (PushBack made it longer than its initial one), so the
+    driver adds the Exit back rather than taking the initial list's length."""
+    b = GraphBuilder()
+    x = b.placeholder("float64", [3], name="x")
+    w = b.placeholder("float64", [3], name="w")
+    history = b.op("EmptyTensorList", [_shape(3), np.int32(-1)], element_dtype=F64)
+
+    def body(i, h, history):
+        history = b.op("TensorListPushBack", [history, b.op("Mul", [h, w])])
+        last = b.op("TensorListGetItem", [history, i, _shape(3)], element_dtype=F64)
+        return b.op("AddV2", [i, 1]), b.op("Tanh", [b.op("AddV2", [last, x])]), history
+
+    _, h, history_exit = b.while_loop(lambda i, *_: b.less(i, 4), body, [0, x, history])
+    _loss(b, h)
+    graph = b.graph
+    graph.remove_node(history_exit.node)
+    feeds = random_feeds(7, **{"x:0": [3], "w:0": [3]})
+    check_gradients(graph, "y:0", ["x:0", "w:0"], feeds, rtol=1e-6, atol=1e-8)

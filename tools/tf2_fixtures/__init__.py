@@ -8,7 +8,7 @@ Infrastructure:
 Cases, one module per family (importing a module registers its cases):
     functions (tf_function), keras_rnn (keras_rnn), keras_apps (keras_app)
 """
-from . import functions, keras_rnn  # noqa: F401
+from . import functions, keras_apps, keras_rnn  # noqa: F401
 from .recording import generate, write_manifest
 from .registry import REGISTRY
 
