@@ -281,3 +281,11 @@ def test_corrupt_saved_model_pb(model_copy):
     code, _, err = run_dftool("inspect", model_copy)
     assert code == 3
     assert "saved_model.pb: not a valid SavedModel" in error_line(err)
+
+
+def test_graphdef_named_saved_model_pb(tmp_path):
+    (tmp_path / "saved_model.pb").write_bytes((REPO_ROOT / "tests" / "fixtures" / "tf" / "cond" / "graph.pb").read_bytes())
+    code, _, err = run_dftool("inspect", tmp_path / "saved_model.pb")
+    assert code == 3
+    assert "saved_model.pb: the SavedModel holds no MetaGraph (hint: a GraphDef saved under this name?" \
+        in error_line(err)
