@@ -181,3 +181,29 @@ def test_keras_handles_used_by_the_signature_all_have_keys():
     captured = [i for i in call.input if not i.startswith("serve_")]
     assert captured and all(name in keys for name in captured)
     assert len(set(keys[name].key for name in captured)) == len(captured)
+
+
+def test_a_second_handle_to_a_restored_variable_gets_its_key():
+    """TF1 graphs may hold two VarHandleOps of one variable (same shared_name); the restore op
+    assigns through one of them."""
+    from graphtool.proto.meta_graph_pb2 import MetaGraphDef
+
+    from .helpers import const_def, node_def
+
+    meta = MetaGraphDef()
+    meta.saver_def.restore_op_name = "save/restore_all"
+    meta.graph_def.node.extend([
+        node_def("v", "VarHandleOp", dtype=F32, shape=[2], shared_name="weights"),
+        node_def("v_again", "VarHandleOp", dtype=F32, shape=[2], shared_name="weights"),
+        node_def("other", "VarHandleOp", dtype=F32, shape=[2], shared_name="other"),
+        const_def("save/Const", np.array(b"model", dtype=object), dtypes.string),
+        const_def("save/RestoreV2/tensor_names", np.array([b"layer/w"], dtype=object), dtypes.string),
+        const_def("save/RestoreV2/shape_and_slices", np.array([b""], dtype=object), dtypes.string),
+        node_def("save/RestoreV2", "RestoreV2", ["save/Const", "save/RestoreV2/tensor_names",
+                                                 "save/RestoreV2/shape_and_slices"], dtypes=[F32]),
+        node_def("save/Identity", "Identity", ["save/RestoreV2"], T=F32),
+        node_def("save/Assign", "AssignVariableOp", ["v", "save/Identity"], dtype=F32),
+        node_def("save/restore_all", "NoOp", ["^save/Assign"]),
+    ])
+    keys = checkpoint_keys(meta, "test")
+    assert keys == {"v": ("layer/w", ""), "v_again": ("layer/w", "")}
