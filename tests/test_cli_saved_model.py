@@ -168,7 +168,8 @@ def test_gradients_match_tensorflow(tmp_path, case, signature):
         np.testing.assert_allclose(np.load(tmp_path / "out.npz")[f"grad/{x}"], grads[key], rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("case, signature", [("tf1_resource", "serving_default"), ("keras_lstm", "serving_default")])
+@pytest.mark.parametrize("case, signature", [("tf1_resource", "serving_default"), ("keras_lstm", "serving_default"),
+                                             ("tf1_partitioned", "serving_default")])
 def test_place_partition_run_and_optimize(tmp_path, case, signature):
     feeds, expected = _files(case, signature)
     model = MODELS / case / "model"

@@ -138,7 +138,9 @@ def test_reference_variable_becomes_a_const():
     g = Graph()
     x = placeholder(g, "x", [1, 2])
     v = g.add_node("VariableV2", "v", attrs={"dtype": F32, "shape": [2, 2]})
-    op(g, "MatMul", "y", x, g.add_node("RefIdentity", "v/ref", [v.output(0)], attrs={"T": F32}))
+    y = op(g, "MatMul", "y", x, g.add_node("RefIdentity", "v/ref", [v.output(0)], attrs={"T": F32}))
+    y.set_attr("_class", ["loc:@v", "loc:@x"], "list(string)")
+    g.node("v/ref").set_attr("_class", ["loc:@v"], "list(string)")
     kept = g.add_node("VariableV2", "counter", attrs={"dtype": F32, "shape": []})
     g.add_node("Assign", "counter/assign", [kept.output(0), const(g, "zero", 0.0).output(0)], attrs={"T": F32})
     value = np.array([[1, 2], [3, 4]], np.float32)
@@ -146,6 +148,8 @@ def test_reference_variable_becomes_a_const():
     g.verify()
     assert report.frozen == ["v"] and "Assign 'counter/assign'" in report.restored_per_step["counter"]
     assert g.node("v").op == "Const" and g.node("v/ref").op == "Identity"
+    # colocation with the (now constant) variable is gone; other groups stay
+    assert g.node("y").attr("_class") == ["loc:@x"] and not g.node("v/ref").has_attr("_class")
     out = Session(g).run(["y"], {"x": np.array([[1, 1]], np.float32)}).values[0]
     np.testing.assert_array_equal(out, [[4, 6]])
 

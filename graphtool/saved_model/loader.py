@@ -11,9 +11,10 @@ Steps:
 4. freeze: read the variables from variables/variables.{index,data-*} and replace the handles and
    their readers by Consts (freeze.py);
 5. prune to the signature (its inputs become the graph's feeds, its outputs its fetches) and make
-   the signature's keys usable as names: each output gets an Identity named after its key (when
-   that name is free; otherwise a fresh name carrying SIGNATURE_OUTPUT_ATTR), and each input's
-   feed node carries SIGNATURE_INPUT_ATTR = key, which the session's feed resolution accepts.
+   the signature's keys usable as names: each output gets an Identity named after its key (unless
+   a signature tensor's node holds that name: then a fresh name carrying SIGNATURE_OUTPUT_ATTR),
+   and each input's feed node carries SIGNATURE_INPUT_ATTR = key, which the session's feed
+   resolution accepts.
    Both are ordinary graph content, so they survive `dftool prune DIR - | dftool run -`.
 """
 from __future__ import annotations
@@ -165,10 +166,17 @@ def _name_signature_tensors(graph: Graph, signature: Signature, feed_nodes: dict
     prune made or kept for each input tensor: `feed_nodes`)."""
     for tensor in signature.inputs:
         graph.node(feed_nodes[tensor.tensor]).set_attr(SIGNATURE_INPUT_ATTR, tensor.key, "string")
+    # Nodes the signature names by tensor name keep their names; any other node that holds an
+    # output key's name gives it up (optimize keeps fetched names, not attrs, so a name is the
+    # alias that survives every later command).
+    named = {t.tensor.partition(":")[0] for t in signature.inputs + signature.outputs} | set(feed_nodes.values())
     for tensor in signature.outputs:
         ref = graph.tensor(tensor.tensor)
         if ref.index == 0 and ref.node.name == tensor.key:
             continue
+        holder = graph.get(tensor.key)
+        if holder is not None and holder.name not in named:
+            graph.rename(holder, graph.unique_name(tensor.key))
         name = graph.unique_name(tensor.key)
         dtype = ref.node.spec.output_dtypes(ref.node)[ref.index] if ref.node.spec else None
         attrs = {"T": dtype} if dtype is not None else {}
