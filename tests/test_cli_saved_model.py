@@ -290,3 +290,23 @@ def test_graphdef_named_saved_model_pb(tmp_path):
     assert code == 3
     assert "saved_model.pb: the SavedModel holds no MetaGraph (hint: a GraphDef saved under this name?" \
         in error_line(err)
+
+
+def test_signature_input_that_is_not_a_placeholder(tmp_path):
+    """A TF1 signature may name an intermediate tensor as an input: it becomes a Placeholder fed by
+    its key (emb = looked_up * 2 once the lookup is cut off)."""
+    copy = tmp_path / "model"
+    shutil.copytree(MODELS / "tf1_resource" / "model", copy)
+    saved = SavedModel()
+    saved.ParseFromString((copy / "saved_model.pb").read_bytes())
+    signature = saved.meta_graphs[0].signature_def["embed"]
+    del signature.inputs["ids"]
+    signature.inputs["looked_up"].name = "embedding_lookup_1/Identity:0"
+    signature.inputs["looked_up"].dtype = 1
+    (copy / "saved_model.pb").write_bytes(saved.SerializeToString())
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.save(tmp_path / "x.npy", value)
+    code, _, err = run_dftool("run", copy, "--signature", "embed", "--feed", f"looked_up={tmp_path / 'x.npy'}",
+                              "--output", tmp_path / "out.npz")
+    assert code == 0, err
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["emb"], value * 2)
