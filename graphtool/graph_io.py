@@ -52,8 +52,6 @@ def parse_graphdef(data: bytes, source: str = "<bytes>", fmt: str | None = None,
     graphtool.formats) are refused by name; `name` is the file name, when there is one."""
     if not data.strip():
         raise InvalidGraphError(f"{source}: file is empty, not a GraphDef")
-    if data.lstrip()[:1] in (b"{", b"["):
-        raise InvalidGraphError(f"{source}: looks like JSON, not a GraphDef (binary .pb or text .pbtxt)")
     _refuse_foreign(formats.identify(data, name), source)
     binary_error = text_error = None
     if fmt in (None, "binary"):
@@ -67,6 +65,10 @@ def parse_graphdef(data: bytes, source: str = "<bytes>", fmt: str | None = None,
         if graph_def is not None:  # text in a file whose name says binary
             raise InvalidGraphError(f"{source}: a text-format GraphDef in a file named as binary",
                                     hint="use a .pbtxt name for text format")
+    # Only once both parses failed: a binary GraphDef whose first node is 91 or 123 bytes long
+    # starts with b"\n[" or b"\n{" too.
+    if data.lstrip()[:1] in (b"{", b"["):
+        raise InvalidGraphError(f"{source}: looks like JSON, not a GraphDef (binary .pb or text .pbtxt)")
     _refuse_foreign(formats.identify_after_failure(data), source)
     if fmt == "binary":
         raise InvalidGraphError(f"{source}: not a valid binary GraphDef ({binary_error})",

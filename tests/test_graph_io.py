@@ -90,3 +90,18 @@ def test_text_output_is_tensorflow_text_format():
     parsed = GraphDef()
     text_format.Parse(text, parsed)
     assert parsed == _small_graph()
+
+
+@pytest.mark.parametrize("length", [ord("{"), ord("[")])
+def test_binary_graph_whose_first_node_length_is_a_bracket_is_read(tmp_path, length):
+    # The binary form starts b"\n" + varint length: a first NodeDef of 123 (or 91) bytes makes it
+    # start b"\n{" (b"\n["), which is not JSON.
+    graph_def = GraphDef()
+    node = graph_def.node.add(name="n", op="NoOp")
+    node.device = "d" * (length - len(node.SerializeToString()) - 2)
+    assert len(node.SerializeToString()) == length
+    path = tmp_path / "g.pb"
+    graph_io.save_graphdef(graph_def, str(path))
+    assert path.read_bytes()[:2] == b"\n" + bytes([length])
+    assert graph_io.load_graphdef(str(path)) == graph_def
+    assert graph_io.parse_graphdef(path.read_bytes(), "<stdin>", None) == graph_def
