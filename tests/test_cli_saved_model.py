@@ -310,3 +310,24 @@ def test_signature_input_that_is_not_a_placeholder(tmp_path):
                               "--output", tmp_path / "out.npz")
     assert code == 0, err
     np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["emb"], value * 2)
+
+
+def test_one_key_for_an_input_and_an_output(tmp_path):
+    """serving_default renamed so that its output key is 'x', like its input: --feed x feeds the
+    input, --fetch x (and the default fetch) is the output."""
+    copy = tmp_path / "model"
+    shutil.copytree(MODELS / "module_two_signatures" / "model", copy)
+    saved = SavedModel()
+    saved.ParseFromString((copy / "saved_model.pb").read_bytes())
+    outputs = saved.meta_graphs[0].signature_def["serving_default"].outputs
+    outputs["x"].CopyFrom(outputs["output_0"])
+    del outputs["output_0"]
+    (copy / "saved_model.pb").write_bytes(saved.SerializeToString())
+    feeds, expected = _files("module_two_signatures", "serving_default")
+    np.save(tmp_path / "x.npy", np.load(feeds)["x"])
+    for fetch in (("--fetch", "x"), ()):
+        code, _, err = run_dftool("run", copy, "--feed", f"x={tmp_path / 'x.npy'}", *fetch, "--output",
+                                  tmp_path / "out.npz")
+        assert code == 0, err
+        np.testing.assert_allclose(np.load(tmp_path / "out.npz")["x"], np.load(expected)["output_0"],
+                                   rtol=1e-4, atol=1e-5)
