@@ -155,7 +155,8 @@ def _resolve(graph: Graph, option: str, name: str) -> TensorRef:
         return graph.tensor(name)
     except UsageError as exc:
         node_name, port = parse_tensor_name(name)
-        alias = fed_tensor_aliases(graph).get(f"{node_name}:{port}")   # e.g. a signature key
+        role = "feed" if option == "--feed" else "fetch"
+        alias = fed_tensor_aliases(graph, role).get(f"{node_name}:{port}")   # e.g. a signature key
         if alias is not None:
             return alias
         raise UsageError(f"{option} {name}: {exc}") from None
@@ -325,14 +326,17 @@ class _PrunedGraphBuilder:
 
 # --- what `dftool run` needs to run pruned graphs ---------------------------------------------
 
-def fed_tensor_aliases(graph: Graph) -> dict[str, TensorRef]:
+def fed_tensor_aliases(graph: Graph, role: str | None = None) -> dict[str, TensorRef]:
     """'node:k' -> the feed node prune made for that tensor (from its `_fed_tensor` attr), and
-    'key:0' -> the node standing for a SavedModel signature input or output `key`."""
+    'key:0' -> the node standing for a SavedModel signature input (role "feed") or output (role
+    "fetch") `key`; a signature may use one key for an input and an output. No role: both."""
+    attrs = {"feed": (SIGNATURE_INPUT_ATTR,), "fetch": (SIGNATURE_OUTPUT_ATTR,)}.get(
+        role, (SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUT_ATTR))
     aliases = {}
     for node in graph.nodes:
         if node.has_attr(FED_TENSOR_ATTR):
             aliases[node.attr(FED_TENSOR_ATTR)] = node.output(0)
-        for attr in (SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUT_ATTR):
+        for attr in attrs:
             if node.has_attr(attr):
                 aliases[f"{node.attr(attr)}:0"] = node.output(0)
     return aliases

@@ -277,3 +277,48 @@ def test_keys_out_of_order_are_corruption():
     items = [(b"b", b"1"), (b"a", b"2")]
     with pytest.raises(CheckpointError, match="keys out of order"):
         read_table(_table([items]), "t")
+
+
+def test_big_endian_bundle(tmp_path):
+    """A bundle written on a big-endian machine (header endianness BIG): built here with the test
+    table writer from TensorFlow's little-endian values, byte-swapped."""
+    from graphtool.proto.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto
+    from graphtool.proto.types_pb2 import DataType
+
+    values = {"a/float": np.arange(6, dtype=np.float32).reshape(2, 3) / 7,
+              "b/int64": np.array([1, -2, 2**40], np.int64),
+              "c/strings": np.array([b"big", b"", b"endian"], dtype=object)}
+    data, records = bytearray(), []
+    for key, value in values.items():
+        if value.dtype == object:
+            crc = 0
+            raw = bytearray()
+            for item in value:
+                raw += _varint(len(item))
+                crc = crc32c(struct.pack(">I", len(item)), crc)
+            stored = struct.pack(">I", mask(crc))
+            crc = crc32c(stored, crc)
+            raw += stored
+            for item in value:
+                raw += item
+                crc = crc32c(item, crc)
+            dtype = DataType.DT_STRING
+        else:
+            raw = value.astype(value.dtype.newbyteorder(">")).tobytes()
+            crc = crc32c(raw)
+            dtype = DataType.DT_FLOAT if value.dtype == np.float32 else DataType.DT_INT64
+        entry = BundleEntryProto(dtype=dtype, offset=len(data), size=len(raw), crc32c=mask(crc))
+        for dim in value.shape:
+            entry.shape.dim.add(size=dim)
+        records.append((key.encode(), entry.SerializeToString()))
+        data += raw
+    header = BundleHeaderProto(num_shards=1, endianness=BundleHeaderProto.BIG)
+    header.version.producer = 1
+    (tmp_path / "be.index").write_bytes(_table([[(b"", header.SerializeToString()), *records]]))
+    (tmp_path / "be.data-00000-of-00001").write_bytes(bytes(data))
+    reader = BundleReader(tmp_path / "be")
+    assert reader.big_endian
+    for key, value in values.items():
+        got = reader.read(key)
+        assert got.dtype == value.dtype and got.dtype.isnative
+        np.testing.assert_array_equal(got, value)

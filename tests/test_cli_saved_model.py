@@ -22,8 +22,8 @@ def _manifest(case):
     return json.loads((MODELS / case / "manifest.json").read_text())
 
 
-RUNS = [(case, signature) for case in ("keras_lstm", "module_two_signatures", "tf1_resource", "tf1_ref_variables",
-                                        "tf1_partitioned")
+RUNS = [(case, signature) for case in ("keras_lstm", "module_two_signatures", "module_stateful", "tf1_resource",
+                                        "tf1_ref_variables", "tf1_partitioned")
         for signature in _manifest(case)["recorded"]]
 
 
@@ -109,6 +109,22 @@ def test_inspect_lists_every_signature():
     assert "* iterate" in text and "serving_default" in text and "ids: int32[?]" in text
 
 
+def test_assigned_variable_is_restored_each_step_not_frozen():
+    """module_stateful's signature bumps a counter: it stays a variable, restored at the start of
+    each step, so a run computes what TensorFlow's first call after loading does (calls == 1)."""
+    code, out, err = run_dftool("inspect", MODELS / "module_stateful" / "model", "--json")
+    assert code == 0, err
+    saved = json.loads(out)["saved_model"]
+    assert saved["variables_frozen"] == 1 and list(saved["variables_unfrozen"]) == ["calls"]
+    assert "AssignAddVariableOp" in saved["variables_unfrozen"]["calls"]
+    feeds, expected = _files("module_stateful", "serving_default")
+    assert float(np.load(expected)["calls"]) == 1.0
+    code, _, err = run_dftool("profile", MODELS / "module_stateful" / "model", "--feeds", feeds, "--repeat", "3",
+                              "--warmup", "1", "--json")
+    assert code == 0, err
+    assert "stays a variable, restored at the start of every step" in " ".join(err.split())
+
+
 def test_prune_feeds_by_signature_key(tmp_path):
     feeds, expected = _files("module_two_signatures", "iterate")
     code, _, err = run_dftool("prune", MODELS / "module_two_signatures" / "model", tmp_path / "p.pb", "--signature",
@@ -152,7 +168,8 @@ def test_gradients_match_tensorflow(tmp_path, case, signature):
         np.testing.assert_allclose(np.load(tmp_path / "out.npz")[f"grad/{x}"], grads[key], rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("case, signature", [("tf1_resource", "serving_default"), ("keras_lstm", "serving_default")])
+@pytest.mark.parametrize("case, signature", [("tf1_resource", "serving_default"), ("keras_lstm", "serving_default"),
+                                             ("tf1_partitioned", "serving_default")])
 def test_place_partition_run_and_optimize(tmp_path, case, signature):
     feeds, expected = _files(case, signature)
     model = MODELS / case / "model"
@@ -188,9 +205,11 @@ def test_unknown_signature_lists_the_available_ones():
 def test_missing_feed_is_named_by_its_key():
     code, _, err = run_dftool("run", MODELS / "keras_lstm" / "model", "-q")
     assert code == 2
-    assert error_line(err) == ("error: missing feed for signature input 'input_1' (placeholder "
-                               "'serving_default_input_1', int32 [?,6]) (hint: pass --feed input_1=FILE.npy or put "
-                               "'input_1' in --feeds)")
+    line = error_line(err)
+    expected = {"input_1": "int32 [?,6]", "input_2": "float32 [?,3]"}
+    key = "input_1" if "'input_1'" in line else "input_2"     # either may be reported first
+    assert line == (f"error: missing feed for signature input '{key}' (placeholder 'serving_default_{key}', "
+                    f"{expected[key]}) (hint: pass --feed {key}=FILE.npy or put '{key}' in --feeds)")
 
 
 def test_signature_on_a_graphdef_is_a_usage_error():
@@ -263,3 +282,52 @@ def test_corrupt_saved_model_pb(model_copy):
     code, _, err = run_dftool("inspect", model_copy)
     assert code == 3
     assert "saved_model.pb: not a valid SavedModel" in error_line(err)
+
+
+def test_graphdef_named_saved_model_pb(tmp_path):
+    (tmp_path / "saved_model.pb").write_bytes((REPO_ROOT / "tests" / "fixtures" / "tf" / "cond" / "graph.pb").read_bytes())
+    code, _, err = run_dftool("inspect", tmp_path / "saved_model.pb")
+    assert code == 3
+    assert "saved_model.pb: the SavedModel holds no MetaGraph (hint: a GraphDef saved under this name?" \
+        in error_line(err)
+
+
+def test_signature_input_that_is_not_a_placeholder(tmp_path):
+    """A TF1 signature may name an intermediate tensor as an input: it becomes a Placeholder fed by
+    its key (emb = looked_up * 2 once the lookup is cut off)."""
+    copy = tmp_path / "model"
+    shutil.copytree(MODELS / "tf1_resource" / "model", copy)
+    saved = SavedModel()
+    saved.ParseFromString((copy / "saved_model.pb").read_bytes())
+    signature = saved.meta_graphs[0].signature_def["embed"]
+    del signature.inputs["ids"]
+    signature.inputs["looked_up"].name = "embedding_lookup_1/Identity:0"
+    signature.inputs["looked_up"].dtype = 1
+    (copy / "saved_model.pb").write_bytes(saved.SerializeToString())
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.save(tmp_path / "x.npy", value)
+    code, _, err = run_dftool("run", copy, "--signature", "embed", "--feed", f"looked_up={tmp_path / 'x.npy'}",
+                              "--output", tmp_path / "out.npz")
+    assert code == 0, err
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["emb"], value * 2)
+
+
+def test_one_key_for_an_input_and_an_output(tmp_path):
+    """serving_default renamed so that its output key is 'x', like its input: --feed x feeds the
+    input, --fetch x (and the default fetch) is the output."""
+    copy = tmp_path / "model"
+    shutil.copytree(MODELS / "module_two_signatures" / "model", copy)
+    saved = SavedModel()
+    saved.ParseFromString((copy / "saved_model.pb").read_bytes())
+    outputs = saved.meta_graphs[0].signature_def["serving_default"].outputs
+    outputs["x"].CopyFrom(outputs["output_0"])
+    del outputs["output_0"]
+    (copy / "saved_model.pb").write_bytes(saved.SerializeToString())
+    feeds, expected = _files("module_two_signatures", "serving_default")
+    np.save(tmp_path / "x.npy", np.load(feeds)["x"])
+    for fetch in (("--fetch", "x"), ()):
+        code, _, err = run_dftool("run", copy, "--feed", f"x={tmp_path / 'x.npy'}", *fetch, "--output",
+                                  tmp_path / "out.npz")
+        assert code == 0, err
+        np.testing.assert_allclose(np.load(tmp_path / "out.npz")["x"], np.load(expected)["output_0"],
+                                   rtol=1e-4, atol=1e-5)

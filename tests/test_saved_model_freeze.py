@@ -34,7 +34,7 @@ def test_read_becomes_identity_of_a_const():
     value = np.arange(6, dtype=np.float32).reshape(2, 3)
     report = freeze_variables(g, {"w": value})
     g.verify()
-    assert report.frozen == ["w"] and report.readers_replaced == 1 and not report.kept
+    assert report.frozen == ["w"] and report.readers_replaced == 1 and not report.restored_per_step
     assert g.node("w").op == "Const" and g.node("w/read").op == "Identity"
     assert g.node("w/handle").attr("T") is F32          # the chain is retyped
     feed = np.ones((1, 2), np.float32)
@@ -118,15 +118,18 @@ def test_identity_n_retypes_only_the_handle_port():
     np.testing.assert_array_equal(out, [4.0, 6.0])
 
 
-def test_assigned_variable_is_kept_and_reported():
+def test_assigned_variable_is_restored_in_the_graph():
     g = Graph()
     v = _handle(g, "v", [2])
     g.add_node("AssignVariableOp", "assign", [v.output(0), const(g, "c", [1.0, 2.0]).output(0)],
                attrs={"dtype": F32})
     _read(g, "read", v)
     report = freeze_variables(g, {"v": np.zeros(2, np.float32)})
-    assert report.frozen == [] and "AssignVariableOp 'assign'" in report.kept["v"]
+    assert report.frozen == [] and "AssignVariableOp 'assign'" in report.restored_per_step["v"]
     assert g.node("v").op == "VarHandleOp" and g.node("read").op == "ReadVariableOp"
+    restore = g.node("v/restore")
+    assert restore.op == "AssignVariableOp" and restore in g.node("read").control_inputs
+    assert restore in g.node("assign").control_inputs
 
 
 def test_reference_variable_becomes_a_const():
@@ -135,14 +138,18 @@ def test_reference_variable_becomes_a_const():
     g = Graph()
     x = placeholder(g, "x", [1, 2])
     v = g.add_node("VariableV2", "v", attrs={"dtype": F32, "shape": [2, 2]})
-    op(g, "MatMul", "y", x, g.add_node("RefIdentity", "v/ref", [v.output(0)], attrs={"T": F32}))
+    y = op(g, "MatMul", "y", x, g.add_node("RefIdentity", "v/ref", [v.output(0)], attrs={"T": F32}))
+    y.set_attr("_class", ["loc:@v", "loc:@x"], "list(string)")
+    g.node("v/ref").set_attr("_class", ["loc:@v"], "list(string)")
     kept = g.add_node("VariableV2", "counter", attrs={"dtype": F32, "shape": []})
     g.add_node("Assign", "counter/assign", [kept.output(0), const(g, "zero", 0.0).output(0)], attrs={"T": F32})
     value = np.array([[1, 2], [3, 4]], np.float32)
     report = freeze_variables(g, {"v": value, "counter": np.float32(1)})
     g.verify()
-    assert report.frozen == ["v"] and "Assign 'counter/assign'" in report.kept["counter"]
+    assert report.frozen == ["v"] and "Assign 'counter/assign'" in report.restored_per_step["counter"]
     assert g.node("v").op == "Const" and g.node("v/ref").op == "Identity"
+    # colocation with the (now constant) variable is gone; other groups stay
+    assert g.node("y").attr("_class") == ["loc:@x"] and not g.node("v/ref").has_attr("_class")
     out = Session(g).run(["y"], {"x": np.array([[1, 1]], np.float32)}).values[0]
     np.testing.assert_array_equal(out, [[4, 6]])
 
@@ -178,3 +185,29 @@ def test_keras_handles_used_by_the_signature_all_have_keys():
     captured = [i for i in call.input if not i.startswith("serve_")]
     assert captured and all(name in keys for name in captured)
     assert len(set(keys[name].key for name in captured)) == len(captured)
+
+
+def test_a_second_handle_to_a_restored_variable_gets_its_key():
+    """TF1 graphs may hold two VarHandleOps of one variable (same shared_name); the restore op
+    assigns through one of them."""
+    from graphtool.proto.meta_graph_pb2 import MetaGraphDef
+
+    from .helpers import const_def, node_def
+
+    meta = MetaGraphDef()
+    meta.saver_def.restore_op_name = "save/restore_all"
+    meta.graph_def.node.extend([
+        node_def("v", "VarHandleOp", dtype=F32, shape=[2], shared_name="weights"),
+        node_def("v_again", "VarHandleOp", dtype=F32, shape=[2], shared_name="weights"),
+        node_def("other", "VarHandleOp", dtype=F32, shape=[2], shared_name="other"),
+        const_def("save/Const", np.array(b"model", dtype=object), dtypes.string),
+        const_def("save/RestoreV2/tensor_names", np.array([b"layer/w"], dtype=object), dtypes.string),
+        const_def("save/RestoreV2/shape_and_slices", np.array([b""], dtype=object), dtypes.string),
+        node_def("save/RestoreV2", "RestoreV2", ["save/Const", "save/RestoreV2/tensor_names",
+                                                 "save/RestoreV2/shape_and_slices"], dtypes=[F32]),
+        node_def("save/Identity", "Identity", ["save/RestoreV2"], T=F32),
+        node_def("save/Assign", "AssignVariableOp", ["v", "save/Identity"], dtype=F32),
+        node_def("save/restore_all", "NoOp", ["^save/Assign"]),
+    ])
+    keys = checkpoint_keys(meta, "test")
+    assert keys == {"v": ("layer/w", ""), "v_again": ("layer/w", "")}

@@ -189,6 +189,32 @@ def module_two_signatures(out: Path):
 
 
 @case
+def module_stateful(out: Path):
+    """tf.Module whose signature also updates a variable (a call counter): that variable cannot
+    be frozen. TensorFlow's outputs are those of the first call."""
+    import tensorflow as tf
+
+    class Counter(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = tf.Variable(0.0, name="calls")
+            self.scale = tf.Variable(np.float32(3.0), name="scale")
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+        def bump(self, x):
+            self.calls.assign_add(1.0)
+            return {"y": x * self.scale, "calls": self.calls.read_value()}
+
+    module = Counter()
+    tf.saved_model.save(module, str(out), signatures={"serving_default": module.bump})
+    feeds = {"x": np.array([1.0, -2.0], np.float32)}
+    loaded = tf.saved_model.load(str(out))
+    outputs = loaded.signatures["serving_default"](x=tf.constant(feeds["x"]))
+    return {"serving_default": (feeds, {k: v.numpy() for k, v in outputs.items()}, {})}, \
+        "a signature that assigns a variable: only the read-only one is frozen"
+
+
+@case
 def tf1_resource(out: Path):
     """A TF1 graph (v1 control flow) with resource variables, saved with the v1 SavedModelBuilder:
     variables read inside a v1 while loop (Enter on the resource handle) and a v1 cond (Switch

@@ -222,14 +222,16 @@ class BundleReader:
             out[:] = b""
             return out
         lengths, pos, crc = [], 0, 0
+        order = ">" if self.big_endian else "<"
         for _ in range(count):
             length, pos = read_varint(raw, pos, len(raw), f"string lengths of {where}", path)
             lengths.append(length)
-            crc = crc32c(struct.pack("<I" if length <= 0xFFFFFFFF else "<Q", length), crc)
+            # The checksum covers the lengths as the writing machine held them in memory.
+            crc = crc32c(struct.pack(order + ("I" if length <= 0xFFFFFFFF else "Q"), length), crc)
         if pos + 4 > len(raw):
             raise CheckpointError(f"{path}: corrupt {where} (string lengths run past its bytes)")
         stored_lengths_crc = raw[pos:pos + 4]
-        if unmask(struct.unpack("<I", stored_lengths_crc)[0]) != crc:
+        if unmask(struct.unpack(order + "I", stored_lengths_crc)[0]) != crc:
             raise CheckpointError(f"{path}: checksum mismatch in the string lengths of {where}: the file is corrupt")
         crc = crc32c(stored_lengths_crc, crc)
         pos += 4

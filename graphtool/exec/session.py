@@ -53,7 +53,8 @@ class Session:
         self.check_numerics = check_numerics
         self.resources = SessionResources()   # variables live as long as the session
         self._shapes = infer_shapes(graph)
-        self._fed_aliases = fed_tensor_aliases(graph)   # 'node:k' fed in a pruned graph -> its feed node
+        # 'node:k' fed in a pruned graph -> its feed node; SavedModel signature keys
+        self._aliases = {role: fed_tensor_aliases(graph, role) for role in ("feed", "fetch")}
         self._executors: dict[tuple, tuple[Executor, list, dict]] = {}
         # Several devices named, or a partitioned graph: one executor per device (multi_device.py).
         self.multi_device = needs_multi_device(graph, self.device)
@@ -62,7 +63,7 @@ class Session:
     def resolve(self, name: str, what: str) -> TensorRef:
         """A tensor named by the user; UsageError (exit 2) naming it when it does not exist."""
         node_name, port = parse_tensor_name(name)
-        aliased = self._fed_aliases.get(f"{node_name}:{port}")
+        aliased = self._aliases[what].get(f"{node_name}:{port}")
         if aliased is not None:
             return aliased
         node = self.graph.get(node_name)

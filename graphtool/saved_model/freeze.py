@@ -11,13 +11,16 @@ The handle becomes a Const of the value (same name), the forwarding ops are rety
 to the value's dtype, and the readers are replaced under their own names: ReadVariableOp by an
 Identity, ResourceGather by GatherV2 (axis 0), VarIsInitializedOp by a true Const. This is what
 TensorFlow's convert_variables_to_constants_v2 does after lowering functional control flow.
-A handle with any other use (an assignment, a call that was not inlined) is left as it is and
-reported: its value could change while the graph runs.
+A variable with any other use (an assignment, an op dftool does not know) stays a variable: its
+value may change while the graph runs. It is restored in the graph instead, as TensorFlow's loader
+restores it before the first call: a Const of its value is assigned to it at the start of every
+step (every other user of the variable waits for that assignment), so one step computes what
+TensorFlow's first call after loading computes.
 
 TF1 reference variables (VariableV2) are frozen the same way: the variable becomes a Const, the
 Ref* control-flow ops that carried its reference become their value forms (RefEnter -> Enter, ...),
 and every other consumer already reads it as a value; one that writes through the reference
-(Assign, ScatterUpdate, ...) keeps the variable as it is.
+(Assign, ScatterUpdate, ...) makes it a variable restored in the graph, as above.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import dtypes
+from ..colocation import COLOCATION_ATTR
 from ..ir import Graph, Node, TensorRef
 from ..proto.attr_value_pb2 import AttrValue
 from ..tensor import from_ndarray
@@ -36,6 +40,7 @@ REF_VARIABLE_OPS = frozenset({"VariableV2", "Variable"})
 _REF_FORWARDING = {"RefIdentity": "Identity", "RefEnter": "Enter", "RefSwitch": "Switch", "RefMerge": "Merge",
                    "RefNextIteration": "NextIteration", "RefExit": "Exit"}
 READER_OPS = frozenset({"ReadVariableOp", "ResourceGather", "VarIsInitializedOp"})
+COLOCATION_PREFIX = "loc:@"
 # Attrs that describe a resource's handle data; meaningless once the tensor is a plain value.
 _HANDLE_ATTRS = ("_handle_dtypes", "_handle_shapes", "_output_shapes")
 
@@ -44,7 +49,7 @@ _HANDLE_ATTRS = ("_handle_dtypes", "_handle_shapes", "_output_shapes")
 class FreezeReport:
     frozen: list[str] = field(default_factory=list)            # variable node names
     readers_replaced: int = 0
-    kept: dict[str, str] = field(default_factory=dict)         # variable name -> why it stays
+    restored_per_step: dict[str, str] = field(default_factory=dict)   # variable -> why it stays one
 
 
 def freeze_variables(graph: Graph, values: dict[str, np.ndarray]) -> FreezeReport:
@@ -60,7 +65,8 @@ def freeze_variables(graph: Graph, values: dict[str, np.ndarray]) -> FreezeRepor
             continue
         chain = _read_only_chain(node)
         if isinstance(chain, str):
-            report.kept[name] = chain
+            report.restored_per_step[name] = chain
+            restore_in_graph(graph, node, value)
             continue
         forwarding, readers = chain
         dtype = node.attr("dtype")
@@ -71,7 +77,28 @@ def freeze_variables(graph: Graph, values: dict[str, np.ndarray]) -> FreezeRepor
             _replace_reader(graph, reader, dtype)
         report.frozen.append(const.name)
         report.readers_replaced += len(readers)
+    _drop_colocation_with(graph, set(report.frozen))
     return report
+
+
+def _drop_colocation_with(graph: Graph, frozen: set[str]) -> None:
+    """TF1 graphs colocate a variable's users with it (`_class: loc:@var`) because a variable
+    lives on one device; a Const can be copied anywhere, and a later pass may fold it away, so
+    colocation with a frozen variable is dropped (other colocation groups stay)."""
+    if not frozen:
+        return
+    dropped = {f"{COLOCATION_PREFIX}{name}" for name in frozen}
+    for node in graph.nodes:
+        if COLOCATION_ATTR not in node.attrs:
+            continue
+        groups = [g for g in node.attr(COLOCATION_ATTR) if isinstance(g, str)]
+        kept = [g for g in groups if g not in dropped]
+        if len(kept) == len(groups):
+            continue
+        if kept:
+            node.set_attr(COLOCATION_ATTR, kept, "list(string)")
+        else:
+            node.del_attr(COLOCATION_ATTR)
 
 
 def _read_only_chain(handle: Node):
@@ -111,7 +138,8 @@ def _read_only_chain(handle: Node):
 def _freeze_ref_variable(graph: Graph, variable: Node, value, report: FreezeReport) -> None:
     chain = _ref_chain(variable)
     if isinstance(chain, str):
-        report.kept[variable.name] = chain
+        report.restored_per_step[variable.name] = chain
+        restore_in_graph(graph, variable, value)
         return
     dtype = variable.attr("dtype").base
     for node in chain:
@@ -140,6 +168,26 @@ def _ref_chain(variable: Node):
             if spec.input_dtypes(consumer)[slot].is_ref:
                 return f"written through its reference by {consumer.op} '{consumer.name}'"
     return chain
+
+
+def restore_in_graph(graph: Graph, variable: Node, value) -> Node:
+    """Assign `value` to `variable` at the start of every step: an assignment from a Const that
+    every other user of the variable waits for (by a control edge). Returns the assignment."""
+    dtype = variable.attr("dtype").base
+    const = graph.add_node("Const", graph.unique_name(f"{variable.name}/restored_value"), device=variable.device,
+                           attrs={"value": AttrValue(tensor=from_ndarray(np.asarray(value, dtype=dtype.numpy), dtype)),
+                                  "dtype": dtype})
+    users = variable.consumers()
+    if variable.op == "VarHandleOp":
+        assign = graph.add_node("AssignVariableOp", graph.unique_name(f"{variable.name}/restore"),
+                                [variable.output(0), const.output(0)], attrs={"dtype": dtype}, device=variable.device)
+    else:
+        assign = graph.add_node("Assign", graph.unique_name(f"{variable.name}/restore"),
+                                [variable.output(0), const.output(0)],
+                                attrs={"T": dtype, "validate_shape": True, "use_locking": True}, device=variable.device)
+    for user in users:
+        user.add_control_input(assign)
+    return assign
 
 
 def _replace_with_const(graph: Graph, handle: Node, value: np.ndarray, dtype) -> Node:

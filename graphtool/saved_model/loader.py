@@ -11,9 +11,10 @@ Steps:
 4. freeze: read the variables from variables/variables.{index,data-*} and replace the handles and
    their readers by Consts (freeze.py);
 5. prune to the signature (its inputs become the graph's feeds, its outputs its fetches) and make
-   the signature's keys usable as names: each output gets an Identity named after its key (when
-   that name is free; otherwise a fresh name carrying SIGNATURE_OUTPUT_ATTR), and each input's
-   feed node carries SIGNATURE_INPUT_ATTR = key, which the session's feed resolution accepts.
+   the signature's keys usable as names: each output gets an Identity named after its key (unless
+   a signature tensor's node holds that name: then a fresh name carrying SIGNATURE_OUTPUT_ATTR),
+   and each input's feed node carries SIGNATURE_INPUT_ATTR = key, which the session's feed
+   resolution accepts.
    Both are ordinary graph content, so they survive `dftool prune DIR - | dftool run -`.
 """
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ..functions.lowering import lower_functional_ops, needs_lowering
 from ..ir import Graph, from_graphdef
 from ..proto.graph_pb2 import GraphDef
 from ..prune import SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUT_ATTR, prune
-from .freeze import REF_VARIABLE_OPS, FreezeReport, freeze_variables
+from .freeze import REF_VARIABLE_OPS, freeze_variables
 from .reader import (DEFAULT_SIGNATURE, Signature, find_saved_model, read_saved_model, select_signature,
                      serving_meta_graph, signatures)
 from .restore_map import checkpoint_keys
@@ -47,18 +48,25 @@ class SavedModelInfo:
     signature: Signature                        # the one loaded
     signatures: dict[str, Signature]            # every user-facing one
     variables: dict[str, str] = field(default_factory=dict)   # frozen node -> checkpoint key
+    unfrozen: dict[str, str] = field(default_factory=dict)    # variable restored per step -> why
     lowered: bool = False
 
     def notice(self) -> str:
         """The one line commands print on stderr after loading."""
         sig = self.signature
-        return (f"SavedModel {self.path}: signature '{sig.key}' ({len(sig.inputs)} input(s), {len(sig.outputs)} "
+        text = (f"SavedModel {self.path}: signature '{sig.key}' ({len(sig.inputs)} input(s), {len(sig.outputs)} "
                 f"output(s)), {len(self.variables)} variable(s) frozen" + (", functions lowered" if self.lowered else ""))
+        if self.unfrozen:
+            name, why = next(iter(self.unfrozen.items()))
+            more = f" (and {len(self.unfrozen) - 1} more)" if len(self.unfrozen) > 1 else ""
+            text += f"; variable '{name}' stays a variable, restored at the start of every step ({why}){more}"
+        return text
 
     def to_json(self) -> dict:
         return {"path": self.path, "tags": self.tags, "signature": self.signature.key,
                 "signatures": [s.to_json() for s in self.signatures.values()],
-                "variables_frozen": len(self.variables), "lowered_functions": self.lowered}
+                "variables_frozen": len(self.variables), "variables_unfrozen": self.unfrozen,
+                "lowered_functions": self.lowered}
 
 
 def is_saved_model(path: str) -> bool:
@@ -82,8 +90,9 @@ def load_saved_model(path: str, signature: str | None = None, *, verify: bool = 
     info.lowered = _lower(graph)
     values = _read_variables(graph, keys, info.directory / VARIABLES_PREFIX, str(file))
     report = freeze_variables(graph, values)
-    _check_frozen(graph, report, str(file))
     info.variables = {name: keys[name].key for name in report.frozen}
+    # A variable the signature also writes stays a variable, restored at the start of each step.
+    info.unfrozen = dict(report.restored_per_step)
 
     graph, pruned = prune(graph, [t.tensor for t in chosen.outputs], [t.tensor for t in chosen.inputs])
     _name_signature_tensors(graph, chosen, {feed.tensor: feed.node for feed in pruned.feeds})
@@ -152,23 +161,22 @@ def _read_variables(graph: Graph, keys: dict, prefix: Path, source: str) -> dict
     return values
 
 
-def _check_frozen(graph: Graph, report: FreezeReport, source: str) -> None:
-    if report.kept:
-        name, why = next(iter(report.kept.items()))
-        more = f" (and {len(report.kept) - 1} more)" if len(report.kept) > 1 else ""
-        raise InvalidGraphError(f"{source}: variable '{name}' cannot be frozen: {why}{more}",
-                                hint="only variables the signature reads (never assigns) become constants")
-
-
 def _name_signature_tensors(graph: Graph, signature: Signature, feed_nodes: dict[str, str]) -> None:
     """Identity nodes named after output keys, SIGNATURE_INPUT_ATTR on the feed nodes (which
     prune made or kept for each input tensor: `feed_nodes`)."""
     for tensor in signature.inputs:
         graph.node(feed_nodes[tensor.tensor]).set_attr(SIGNATURE_INPUT_ATTR, tensor.key, "string")
+    # Nodes the signature names by tensor name keep their names; any other node that holds an
+    # output key's name gives it up (optimize keeps fetched names, not attrs, so a name is the
+    # alias that survives every later command).
+    named = {t.tensor.partition(":")[0] for t in signature.inputs + signature.outputs} | set(feed_nodes.values())
     for tensor in signature.outputs:
         ref = graph.tensor(tensor.tensor)
         if ref.index == 0 and ref.node.name == tensor.key:
             continue
+        holder = graph.get(tensor.key)
+        if holder is not None and holder.name not in named:
+            graph.rename(holder, graph.unique_name(tensor.key))
         name = graph.unique_name(tensor.key)
         dtype = ref.node.spec.output_dtypes(ref.node)[ref.index] if ref.node.spec else None
         attrs = {"T": dtype} if dtype is not None else {}

@@ -57,7 +57,8 @@ def read_saved_model(file: Path) -> SavedModel:
         raise InvalidGraphError(f"{file}: not a valid SavedModel ({' '.join(str(exc).split()) or 'decode error'})") \
             from None
     if not saved.meta_graphs:
-        raise InvalidGraphError(f"{file}: the SavedModel holds no MetaGraph")
+        raise InvalidGraphError(f"{file}: the SavedModel holds no MetaGraph",
+                                hint="a GraphDef saved under this name? give it another name (e.g. graph.pb)")
     return saved
 
 
