@@ -25,7 +25,7 @@ GENERATOR = "tools/make_tf2_fixtures.py"
 COMPARISON = ("numpy.testing.assert_allclose(actual, expected, rtol, atol, equal_nan=True) for "
               "floating fetches; integer and bool fetches match exactly")
 REFERENCE_RTOL, REFERENCE_ATOL = 1e-4, 1e-5  # graph.pb in a session vs the eager source model
-MIN_GRADIENT = 1e-3  # a recorded gradient must reach this somewhere, or it tests nothing
+MIN_GRADIENT = 1e-3  # a nonzero recorded gradient must reach this, or it tests nothing
 
 
 @dataclass
@@ -119,10 +119,10 @@ def run_graph(artifact):
             grads = dict(zip(artifact.grad_xs, map(to_numpy, sess.run(grads, artifact.feeds))))
     if artifact.grad_y is not None and grads is None:
         grads = {x: to_numpy(v) for x, v in artifact.grads.items()}
-    for x, value in (grads or {}).items():
-        if not np.max(np.abs(value)) >= MIN_GRADIENT:
+    for x, value in (grads or {}).items():  # exact zeros are an answer; near-zeros are noise
+        if 0 < np.max(np.abs(value)) < MIN_GRADIENT:
             raise ValueError(f"the gradient w.r.t. {x} is {np.max(np.abs(value))} at most: "
-                             "too small to test anything (saturated or disconnected?)")
+                             "too small to test anything (saturated?)")
     return exported, expected, grads
 
 
