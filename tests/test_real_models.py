@@ -11,7 +11,8 @@ differentiated. One test per acceptance point of the issue, parametrized over th
 - `run --feeds --expect` reproduces TensorFlow (float32 rtol 1e-4, atol 1e-5 unless the case
   records other tolerances, and says why in its notes);
 - `optimize --verify` passes and the optimized graph still reproduces TensorFlow;
-- `grad --y --x` then `run` reproduces TensorFlow's gradients;
+- `grad --y --x` then `run` reproduces TensorFlow's gradients (atol times the largest gradient
+  where that exceeds 1: such gradients are sums of many terms);
 - `place --devices cpu:0,cpu:1 | partition | run` gives exactly what `run` gives;
 - an unlowered loop (functional While) and its `optimize --passes lower` form give identical
   results, and a lowered loop with parallel_iterations > 1 overlaps iterations;
@@ -205,8 +206,10 @@ def test_grad_matches_tensorflow(case, tmp_path):
     actual = _run(graph, case, tmp_path / "grads.npz", fetches=list(names))
     expected = _load(FIXTURES / case / grads["expected"])
     rtol, atol = _tolerances(case, "grad_")
-    _assert_matches({names[name]: value for name, value in actual.items()}, expected,
-                    rtol, atol, "gradient of")
+    actual = {names[name]: value for name, value in actual.items()}
+    for x, want in expected.items():  # atol scales with gradients larger than 1 (sums of many terms)
+        scale = max(1.0, float(np.max(np.abs(want))))
+        _assert_matches({x: actual.get(x)}, {x: want}, rtol, atol * scale, "gradient of")
 
 
 # -- place | partition | run -----------------------------------------------------------------
@@ -265,7 +268,13 @@ def _with_parallel_iterations(source, target, value):
     return target
 
 
-@pytest.mark.parametrize("case", cases(lambda spec: max(spec["parallel_iterations"], default=0) > 1))
+def _iterates_in_parallel(spec) -> bool:
+    """A loop allows several iterations at once and runs more than one (case.json `loop_trips`,
+    where recorded, is the trip count fed)."""
+    return max(spec["parallel_iterations"], default=0) > 1 and spec.get("loop_trips", 2) > 1
+
+
+@pytest.mark.parametrize("case", cases(_iterates_in_parallel))
 def test_lowered_loop_overlaps_iterations(case, tmp_path, runs):
     """parallel_iterations > 1 lets iterations overlap; the same graph at 1 runs them in turn.
     Traced with one executor thread, so the interleaving is scheduling, not timing."""

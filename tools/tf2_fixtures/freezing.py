@@ -7,6 +7,8 @@ from tensorflow.python.framework.convert_to_constants import convert_variables_t
 from .recording import Artifact
 from .tf2 import tf
 
+FUNCTIONAL_LOOPS = {"While", "StatelessWhile"}
+
 
 def weight_const(graph_def, variable):
     """The name ("node:0") of the Const that freezing made of `variable` (matched by value)."""
@@ -28,6 +30,11 @@ def frozen_keras_artifact(model, x_value, *, lower, weight=None, info=None):
     concrete = tf.function(lambda x: model(x, training=False)).get_concrete_function(spec)
     frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=lower)
     graph_def = frozen.graph.as_graph_def()
+    ops = {node.op for node in graph_def.node}
+    if lower and (ops & FUNCTIONAL_LOOPS or graph_def.library.function):
+        raise ValueError(f"lower_control_flow=True left {sorted(ops & FUNCTIONAL_LOOPS)}")
+    if not lower and "Enter" in ops:
+        raise ValueError("lower_control_flow=False made v1 loop frames")
     (x_name,) = [t.name for t in frozen.inputs]
     fetches = [t.name for t in frozen.outputs]
     assert x_name == "x:0", x_name

@@ -12,10 +12,8 @@ from .tf2 import tf
 FAMILY = "tf_function"
 
 
-@case("tf2_while", FAMILY,
-      "tf.while_loop (StatelessWhile, parallel_iterations=4) over a loop counter and two float "
-      "carries, trip count fed; a weight Const `w` inside the body.")
-def tf2_while(rng):
+def _recurrent_loop(rng, trips):
+    """x [4] through `n` steps of h = tanh(w h + 0.1 i), summing |h|^2; n fed as `trips`."""
     w_value = rng.standard_normal((4, 4)).astype(np.float32) * 0.4
 
     def f(x, n, w):
@@ -27,8 +25,23 @@ def tf2_while(rng):
                                 parallel_iterations=4)
         return {"h": h, "s": s}
 
-    feeds = {"x:0": rng.standard_normal(4).astype(np.float32), "n:0": np.int32(6)}
-    return function_artifact(f, feeds, weights={"w:0": w_value}, y=0)
+    feeds = {"x:0": rng.standard_normal(4).astype(np.float32), "n:0": np.int32(trips)}
+    return function_artifact(f, feeds, weights={"w:0": w_value}, y=0,
+                             info={"loop_trips": trips})
+
+
+@case("tf2_while", FAMILY,
+      "tf.while_loop (StatelessWhile, parallel_iterations=4) over a loop counter and two float "
+      "carries, trip count fed (6); a weight Const `w` used in the body.")
+def tf2_while(rng):
+    return _recurrent_loop(rng, 6)
+
+
+@case("tf2_while_no_trips", FAMILY,
+      "The tf2_while graph fed a trip count of 0: the body never runs, the loop passes its "
+      "initial values through (the gradient w.r.t. x is all ones, w.r.t. w all zeros).")
+def tf2_while_no_trips(rng):
+    return _recurrent_loop(rng, 0)
 
 
 @case("tf2_cond", FAMILY,

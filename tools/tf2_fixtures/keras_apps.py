@@ -9,8 +9,8 @@ ResNet50 through `resnet.ResNet` with its four stages (3, 4, 6, 3 bottleneck blo
 the filters, EfficientNetB0 through `efficientnet.EfficientNet` at width 0.2 (depth 1.0: B0's
 blocks), DenseNet121 through `densenet.DenseNet([6, 12, 24, 16])` with growth rate 4 instead of
 32, NASNetMobile through `nasnet.NASNet` with NASNetMobile's settings but 96 penultimate and 8 stem
-filters. Batch-normalization statistics and scales are randomized (fresh ones would make every
-BatchNormalization an identity). Expected gradients: the sum of the logits w.r.t. x and the stem
+filters. Batch-normalization statistics are calibrated on a random batch and scales/offsets
+randomized (see calibrate_batch_norm). Expected gradients: the sum of the logits w.r.t. x and the stem
 convolution's kernel."""
 import numpy as np
 from keras.src.applications import densenet, efficientnet, nasnet, resnet
@@ -24,13 +24,27 @@ INPUT = (32, 32, 3)
 COMMON = {"weights": None, "input_shape": INPUT, "classes": 10, "classifier_activation": None}
 
 
-def randomize_batch_norm(model, rng):
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
-            gamma, beta, mean, variance = layer.get_weights()
-            n = mean.shape
-            layer.set_weights([rng.uniform(0.5, 1.5, n), rng.normal(0, 0.1, n),
-                               rng.normal(0, 0.1, n), rng.uniform(0.5, 1.5, n)])
+VARIANCE_FLOOR = 0.05  # near-constant channels would otherwise be scaled up a hundredfold
+
+
+def calibrate_batch_norm(model, rng, low, high):
+    """Batch-norm parameters as a trained model has them: random scales and offsets, and moving
+    statistics that are each layer's input statistics on a calibration batch (one training-mode
+    pass with momentum 0, after the scales are set, so every layer sees what its predecessors
+    make). Keras' fresh statistics (0, 1) do not fit what a randomly initialized network
+    computes: activations blow up, ReLU6 saturates and gradients vanish."""
+    norms = [layer for layer in model.layers
+             if isinstance(layer, keras.layers.BatchNormalization)]
+    for layer in norms:
+        gamma, beta, mean, variance = layer.get_weights()
+        layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape), rng.normal(0, 0.1, beta.shape),
+                           mean, variance])
+        layer.momentum = 0.0
+    model(rng.uniform(low, high, (16, *INPUT)).astype(np.float32), training=True)
+    for layer in norms:
+        layer.momentum = 0.99
+        gamma, beta, mean, variance = layer.get_weights()
+        layer.set_weights([gamma, beta, mean, np.maximum(variance, VARIANCE_FLOOR)])
 
 
 def stem_kernel(model):
@@ -43,7 +57,7 @@ def stem_kernel(model):
 
 def application(make, rng, low=-1.0, high=1.0):
     model = make()
-    randomize_batch_norm(model, rng)
+    calibrate_batch_norm(model, rng, low, high)
     x = rng.uniform(low, high, (2, *INPUT)).astype(np.float32)
     return frozen_keras_artifact(model, x, lower=True, weight=stem_kernel(model))
 
@@ -57,7 +71,9 @@ def keras_mobilenet_v2(rng):
 
 @case("keras_resnet50", FAMILY,
       "ResNet50 through keras' resnet.ResNet builder: conv1 + four stages of 3/4/6/3 bottleneck "
-      "blocks (filters 4/8/16/32, ResNet50's divided by 16), 32x32 input.", slow=True)
+      "blocks (filters 4/8/16/32, ResNet50's divided by 16), 32x32 input.", slow=True,
+      atol=1e-3, notes="atol 1e-3: TensorFlow's own float32 logits (up to 7) are 3.7e-4 off a "
+                       "float64 evaluation of the same model (dftool's: 2.9e-4).")
 def keras_resnet50(rng):
     def stack_fn(x):
         x = resnet.stack_residual_blocks_v1(x, 4, 3, stride1=1, name="conv2")

@@ -25,6 +25,7 @@ GENERATOR = "tools/make_tf2_fixtures.py"
 COMPARISON = ("numpy.testing.assert_allclose(actual, expected, rtol, atol, equal_nan=True) for "
               "floating fetches; integer and bool fetches match exactly")
 REFERENCE_RTOL, REFERENCE_ATOL = 1e-4, 1e-5  # graph.pb in a session vs the eager source model
+MIN_GRADIENT = 1e-3  # a nonzero recorded gradient must reach this, or it tests nothing
 
 
 @dataclass
@@ -118,6 +119,10 @@ def run_graph(artifact):
             grads = dict(zip(artifact.grad_xs, map(to_numpy, sess.run(grads, artifact.feeds))))
     if artifact.grad_y is not None and grads is None:
         grads = {x: to_numpy(v) for x, v in artifact.grads.items()}
+    for x, value in (grads or {}).items():  # exact zeros are an answer; near-zeros are noise
+        if 0 < np.max(np.abs(value)) < MIN_GRADIENT:
+            raise ValueError(f"the gradient w.r.t. {x} is {np.max(np.abs(value))} at most: "
+                             "too small to test anything (saturated?)")
     return exported, expected, grads
 
 
@@ -171,6 +176,7 @@ def save_case(spec, artifact, graph_def, expected, grads, root):
     }
     if grads is not None:
         write_npz(directory / "expected_grads.npz", grads)
+        info["grad_rtol"], info["grad_atol"] = spec.grad_rtol, spec.grad_atol
         info["gradients"] = {"y": artifact.grad_y, "xs": list(artifact.grad_xs),
                              "expected": "expected_grads.npz",
                              "source": "tf.GradientTape on the source model"
