@@ -108,14 +108,46 @@ def colocation_groups(graph: Graph, order: list[Node] | None = None) -> Colocati
     return ColocationGroups(list(by_root.values()), of)
 
 
-def _class_targets(graph: Graph, node: Node) -> list[Node]:
+def drop_colocation_with(graph: Graph, names: set[str]) -> int:
+    """Remove the `loc:@NAME` entries naming `names` from every `_class` attr (the attr goes when
+    nothing is left); returns how many nodes changed."""
+    changed = 0
+    for node in graph.nodes:
+        groups = _class_entries(node)
+        if groups is None:
+            continue
+        kept = [g for g in groups if not (g.startswith(_LOC_PREFIX) and g[len(_LOC_PREFIX):] in names)]
+        if len(kept) == len(groups):
+            continue
+        changed += 1
+        if kept:
+            node.set_attr(COLOCATION_ATTR, kept, "list(string)")
+        else:
+            node.del_attr(COLOCATION_ATTR)
+    return changed
+
+
+def drop_dangling_colocation(graph: Graph) -> int:
+    """Drop `loc:@NAME` entries whose node is gone (folded, pruned or frozen away): TensorFlow
+    refuses to import a graph that asks to colocate with a node it does not have."""
+    missing = {g[len(_LOC_PREFIX):] for node in graph.nodes for g in (_class_entries(node) or ())
+               if g.startswith(_LOC_PREFIX) and g[len(_LOC_PREFIX):] not in graph}
+    return drop_colocation_with(graph, missing) if missing else 0
+
+
+def _class_entries(node: Node) -> list[str] | None:
+    """The strings of a node's `_class` attr, or None when it has none (or a malformed one)."""
     if not node.has_attr(COLOCATION_ATTR):
-        return []
+        return None
     try:
         specs = node.attr(COLOCATION_ATTR)
-    except Exception:   # a malformed _class is not a constraint we can honour
-        return []
-    names = [s.decode() if isinstance(s, bytes) else str(s) for s in (specs or [])]
+    except Exception:
+        return None
+    return [s.decode() if isinstance(s, bytes) else str(s) for s in (specs or [])]
+
+
+def _class_targets(graph: Graph, node: Node) -> list[Node]:
+    names = _class_entries(node) or []   # a malformed _class is not a constraint we can honour
     targets = [graph.get(name[len(_LOC_PREFIX):]) for name in names if name.startswith(_LOC_PREFIX)]
     return [t for t in targets if t is not None and t is not node]
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from . import dtypes
+from .colocation import drop_dangling_colocation
 from .errors import InvalidGraphError, UsageError
 from .ir import Graph, Node, TensorRef, parse_tensor_name
 
@@ -135,6 +136,7 @@ def prune(graph: Graph, fetches: list[str], feeds: Iterable[str] = (),
     builder.name_feeds()
     fetch_names = {given: given.lstrip("^") if ref is None else builder.fetch_name(index, ref)
                    for index, (given, ref) in enumerate(zip(fetches, fetch_refs))}
+    drop_dangling_colocation(builder.graph)   # TensorFlow refuses `loc:@` naming a pruned node
     builder.graph.verify()
     added = set(builder.added)
     report = PruneReport(len(graph), [n.name for n in builder.graph.nodes if n not in added],

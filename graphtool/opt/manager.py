@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..colocation import drop_dangling_colocation
 from ..errors import DftoolError, RuntimeFailure, UsageError
 from ..ir import Graph, to_graphdef
 from .base import PassContext, registered_passes
@@ -35,6 +36,7 @@ class PassRun:
 class OptimizeReport:
     runs: list[PassRun] = field(default_factory=list)
     iterations: int = 0
+    colocation_dropped: int = 0   # nodes whose _class named a node the passes removed
 
 
 def pass_order() -> list[str]:
@@ -80,6 +82,8 @@ def optimize(graph: Graph, ctx: PassContext, passes: list[str] | None = None, ma
                 save_graphdef(to_graphdef(graph), str(dump / f"{len(report.runs):03d}_{name}.pbtxt"))
         if not any_change:
             break
+    # A pass that folded or removed a node leaves `loc:@node` behind in its users' _class attrs.
+    report.colocation_dropped = drop_dangling_colocation(graph)
     return report
 
 

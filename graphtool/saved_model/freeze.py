@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import dtypes
-from ..colocation import COLOCATION_ATTR
+from ..colocation import drop_colocation_with
 from ..ir import Graph, Node, TensorRef
 from ..proto.attr_value_pb2 import AttrValue
 from ..tensor import from_ndarray
@@ -40,7 +40,6 @@ REF_VARIABLE_OPS = frozenset({"VariableV2", "Variable"})
 _REF_FORWARDING = {"RefIdentity": "Identity", "RefEnter": "Enter", "RefSwitch": "Switch", "RefMerge": "Merge",
                    "RefNextIteration": "NextIteration", "RefExit": "Exit"}
 READER_OPS = frozenset({"ReadVariableOp", "ResourceGather", "VarIsInitializedOp"})
-COLOCATION_PREFIX = "loc:@"
 # Attrs that describe a resource's handle data; meaningless once the tensor is a plain value.
 _HANDLE_ATTRS = ("_handle_dtypes", "_handle_shapes", "_output_shapes")
 
@@ -77,28 +76,10 @@ def freeze_variables(graph: Graph, values: dict[str, np.ndarray]) -> FreezeRepor
             _replace_reader(graph, reader, dtype)
         report.frozen.append(const.name)
         report.readers_replaced += len(readers)
-    _drop_colocation_with(graph, set(report.frozen))
+    # TF1 graphs colocate a variable's users with it (`_class: loc:@var`) because a variable
+    # lives on one device; a Const can be copied anywhere, and a later pass may fold it away.
+    drop_colocation_with(graph, set(report.frozen))
     return report
-
-
-def _drop_colocation_with(graph: Graph, frozen: set[str]) -> None:
-    """TF1 graphs colocate a variable's users with it (`_class: loc:@var`) because a variable
-    lives on one device; a Const can be copied anywhere, and a later pass may fold it away, so
-    colocation with a frozen variable is dropped (other colocation groups stay)."""
-    if not frozen:
-        return
-    dropped = {f"{COLOCATION_PREFIX}{name}" for name in frozen}
-    for node in graph.nodes:
-        if COLOCATION_ATTR not in node.attrs:
-            continue
-        groups = [g for g in node.attr(COLOCATION_ATTR) if isinstance(g, str)]
-        kept = [g for g in groups if g not in dropped]
-        if len(kept) == len(groups):
-            continue
-        if kept:
-            node.set_attr(COLOCATION_ATTR, kept, "list(string)")
-        else:
-            node.del_attr(COLOCATION_ATTR)
 
 
 def _read_only_chain(handle: Node):
