@@ -53,14 +53,14 @@ def _reshape_grad(ctx, grads):
     return _none_for_rest(ctx, emit(ctx, "Reshape", grads[0], input_shape_tensor(ctx, 0)))
 
 
-@gradient("Transpose")
+@gradient("Transpose", "ConjugateTranspose")
 def _transpose_grad(ctx, grads):
     perm = static_value(ctx, 1)
     if perm is not None:
         inverse = int_const(ctx.b, np.argsort(np.asarray(perm).reshape(-1)))
     else:
         inverse = emit(ctx, "InvertPermutation", as_int32(ctx, ctx.input(1)))
-    return [emit(ctx, "Transpose", grads[0], inverse), None]
+    return [emit(ctx, ctx.node.op, grads[0], inverse), None]
 
 
 @gradient("BroadcastTo")

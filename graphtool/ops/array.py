@@ -399,6 +399,9 @@ register("Reshape", inputs=["tensor: T", "shape: Tshape"], outputs=["output: T"]
 register("Transpose", inputs=["x: T", "perm: Tperm"], outputs=["y: T"],
          attrs=["T: type", f"Tperm: {INDEX_TYPES_INT32}"], shape=_transpose_shape,
          value=_transpose_value)
+# Transpose that also conjugates complex values (tf.linalg.adjoint).
+register("ConjugateTranspose", inputs=["x: T", "perm: Tperm"], outputs=["y: T"],
+         attrs=["T: type", f"Tperm: {INDEX_TYPES_INT32}"], shape=_transpose_shape)
 register("ExpandDims", inputs=["input: T", "dim: Tdim"], outputs=["output: T"],
          attrs=["T: type", f"Tdim: {INDEX_TYPES_INT32}"],
          shape=_expand_dims_shape, value=_reshaped_value(_expand_dims_shape))

@@ -216,4 +216,4 @@ register_math("Select", inputs=["condition: bool", "t: T", "e: T"], outputs=["ou
 register_math("SelectV2", inputs=["condition: bool", "t: T", "e: T"], outputs=["output: T"],
               attrs=["T: type"], shape=_select_v2_shape)
 
-from . import math_linalg, math_reduce  # noqa: E402,F401  (register the rest of the family)
+from . import math_fft, math_linalg, math_matrix, math_reduce  # noqa: E402,F401  (register the rest of the family)

@@ -95,6 +95,12 @@ def transpose(ctx, x, perm):
     return ctx.xp.transpose(x, order)
 
 
+@kernel("ConjugateTranspose")
+def conjugate_transpose(ctx, x, perm):
+    moved = transpose(ctx, x, perm)
+    return ctx.xp.conj(moved) if moved.dtype.kind == "c" else moved
+
+
 @kernel("ExpandDims")
 def expand_dims(ctx, input, dim):
     if dim.size != 1:

@@ -446,4 +446,4 @@ def _sum_left_to_right(arrays):
 
 
 # Register the rest of the family.
-from . import math_cast, math_linalg, math_reduce  # noqa: E402,F401
+from . import math_cast, math_fft, math_linalg, math_matrix, math_reduce  # noqa: E402,F401
