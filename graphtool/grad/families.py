@@ -9,6 +9,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "math",
     "math_reduce",
     "math_linalg",
+    "math_matrix",
     "array",
     "array_index",
     "nn",

@@ -7,7 +7,6 @@ of the registry to be registered, declared not differentiable, listed here, or o
 """
 from __future__ import annotations
 
-_COMPLEX = "complex-valued: gradients are implemented for real floating types only"
 _NO_POLYGAMMA = "needs the trigamma function (Polygamma), which the op registry lacks"
 _SECOND_ORDER_BN = ("the gradient of the batch-norm backward kernel (TensorFlow composes it from "
                     "primitive ops) is not implemented")
@@ -20,8 +19,10 @@ _LOWERED_FIRST = ("functional control flow and calls are lowered to v1 control f
 NO_GRADIENT: dict[str, str] = {
     **{op: _LOWERED_FIRST for op in ("If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase",
                                      "PartitionedCall", "StatefulPartitionedCall", "SymbolicGradient")},
-    "Complex": _COMPLEX, "Real": _COMPLEX, "Imag": _COMPLEX, "Conj": _COMPLEX, "Angle": _COMPLEX,
-    "ComplexAbs": _COMPLEX,
+    "Svd": "not implemented yet (TensorFlow's _SvdGrad); differentiate through eigh or QR instead",
+    "MatrixSolveLs": "not implemented yet (TensorFlow's _MatrixSolveLsGrad)",
+    "RFFT3D": "TensorFlow defines no gradient for RFFT3D",
+    "IRFFT3D": "TensorFlow defines no gradient for IRFFT3D",
     "Digamma": _NO_POLYGAMMA,
     "Conv3D": "its backward kernels (Conv3DBackpropInputV2/FilterV2) are not in the op registry",
     "FusedBatchNormGrad": _SECOND_ORDER_BN, "FusedBatchNormGradV2": _SECOND_ORDER_BN,

@@ -106,6 +106,9 @@ class Case:
     dynamic: bool = True
     tolerance: dict = field(default_factory=dict)
     label: str = ""
+    # For ops whose gradient is symmetric by convention (TensorFlow's Cholesky): compare along
+    # symmetric nudges of the innermost two dims, x[i, j] and x[j, i] together.
+    symmetric: bool = False
 
     def describe(self) -> str:
         return self.label or ", ".join(_describe_input(v) for v in self.inputs)
@@ -145,7 +148,7 @@ class _Built:
         self.weighted = self._weighted_outputs()
         self.points = [self._draw_point() for _ in range(case.points)]
         shapes = self._output_shapes()
-        self.weights = {k: self.rng.standard_normal(shapes[k]) for k in self.weighted}
+        self.weights = {k: self._weight(k, shapes[k]) for k in self.weighted}
         self.grad_names = {"static": self._gradients(self.forward)}
         if case.dynamic:
             dynamic_inputs = self._inputs(case.inputs, "in", dynamic=True)
@@ -176,7 +179,16 @@ class _Built:
     def _weighted_outputs(self) -> list[int]:
         if self.case.outputs is not None:
             return list(self.case.outputs)
-        return [k for k, ref in enumerate(self.forward.outputs) if self.b.dtype(ref).base.is_floating]
+        return [k for k, ref in enumerate(self.forward.outputs)
+                if self.b.dtype(ref).base.is_floating or self.b.dtype(ref).base.is_complex]
+
+    def _weight(self, k: int, shape: tuple) -> np.ndarray:
+        """The seed of output k; a complex output's seed is complex, and the objective takes
+        Re(conj(w) * out), so its gradient is dy/dRe + i dy/dIm, TensorFlow's convention."""
+        weight = self.rng.standard_normal(shape)
+        if self.b.dtype(self.forward.output(k)).base.is_complex:
+            weight = weight + 1j * self.rng.standard_normal(shape)
+        return weight
 
     def _output_shapes(self) -> dict[int, tuple]:
         """The weighted outputs' shapes: static, or (SegmentSum, Where-like ops) as computed at
@@ -206,6 +218,9 @@ class _Built:
 
     # --- running --------------------------------------------------------------------------------
     def _draw_point(self) -> dict[str, np.ndarray]:
+        if self.dtype.is_complex:
+            return {name: (spec.draw(self.rng) + 1j * spec.draw(self.rng)).astype(self.dtype.numpy)
+                    for name, spec in self.differentiated}
         return {name: spec.draw(self.rng).astype(self.dtype.numpy) for name, spec in self.differentiated}
 
     def feeds(self, point: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -217,7 +232,7 @@ class _Built:
     def objective(self, point: dict[str, np.ndarray]) -> float:
         fetches = [self.forward.output(k).name for k in self.weighted]
         values = self.session.run(fetches, point).values
-        total = float(sum(np.sum(self.weights[k] * v.astype(np.float64)) for k, v in zip(self.weighted, values)))
+        total = float(sum(np.sum(np.real(np.conj(self.weights[k]) * v)) for k, v in zip(self.weighted, values)))
         assert np.isfinite(total), f"{self.op}: the forward outputs are not finite at {point}"
         return total
 
@@ -228,22 +243,30 @@ class _Built:
         result = {}
         for name, tensor in names.items():
             result[name] = (np.zeros(point[name].shape) if tensor is None
-                            else values[tensor].astype(np.float64))
+                            else values[tensor].astype(np.result_type(values[tensor], np.float64)))
         return result
 
     def numeric(self, point, eps: float) -> tuple[dict[str, np.ndarray], int]:
         """Central differences of the objective for every differentiated element."""
         result, evaluations = {}, 0
         for name, value in point.items():
-            grad = np.zeros(value.shape)
-            for index in np.ndindex(*value.shape):
-                up, down = value.copy(), value.copy()
-                up[index] += eps
-                down[index] -= eps
-                # In float32 the nudge is rounded: divide by the step actually taken.
-                step = float(up[index]) - float(down[index])
-                grad[index] = (self.objective({**point, name: up}) - self.objective({**point, name: down})) / step
-                evaluations += 2
+            grad = np.zeros(value.shape, np.result_type(value, np.float64))
+            # A complex input is nudged along its real and its imaginary part.
+            for direction in ((1, 1j) if value.dtype.kind == "c" else (1,)):
+                for index in np.ndindex(*value.shape):
+                    up, down = value.copy(), value.copy()
+                    mirror = (*index[:-2], index[-1], index[-2]) if self.case.symmetric else index
+                    if self.case.symmetric and index[-2] < index[-1]:
+                        continue
+                    for at in {index, mirror}:
+                        up[at] += eps * direction
+                        down[at] -= eps * direction
+                    # In float32 the nudge is rounded: divide by the step actually taken.
+                    step = abs(complex(up[index]) - complex(down[index]))
+                    change = self.objective({**point, name: up}) - self.objective({**point, name: down})
+                    grad[index] += direction * change / step
+                    grad[mirror] = grad[index]
+                    evaluations += 2
             result[name] = grad
         return result, evaluations
 
@@ -259,6 +282,9 @@ def check_case(op: str, case: Case, case_index: int = 0) -> CheckResult:
         worst.evaluations += evaluations
         for variant in built.grad_names:
             analytic = built.analytic(point, variant)
+            if case.symmetric:     # the derivative along x[i, j] and x[j, i] nudged together
+                analytic = {name: a + np.swapaxes(a, -1, -2) - a * np.eye(a.shape[-1])
+                            for name, a in analytic.items()}
             for name in point:
                 _record(worst, analytic[name], numeric[name], limits,
                         f"point {point_index}, {variant} graph, input {name}")
