@@ -127,7 +127,12 @@ def binary_grad(partials):
 
 
 def _xy(ctx):
-    return ctx.input(0), ctx.input(1)
+    """The operands as the partials use them: conjugated for complex values (TensorFlow's
+    convention: the gradient of x * y with respect to x is g * conj(y))."""
+    x, y = ctx.input(0), ctx.input(1)
+    if ctx.b.dtype(x).base.is_complex:
+        return emit(ctx, "Conj", x), emit(ctx, "Conj", y)
+    return x, y
 
 
 def _div_partials(ctx, g):
@@ -204,7 +209,7 @@ _BINARY_PARTIALS = {
     "Add": lambda c, g: (g, g),
     "AddV2": lambda c, g: (g, g),
     "Sub": lambda c, g: (g, neg(c, g)),
-    "Mul": lambda c, g: (mul(c, g, c.input(1)), mul(c, c.input(0), g)),
+    "Mul": lambda c, g: (mul(c, g, _xy(c)[1]), mul(c, _xy(c)[0], g)),
     "MulNoNan": lambda c, g: (emit(c, "MulNoNan", g, c.input(1)), emit(c, "MulNoNan", c.input(0), g)),
     "Div": _div_partials,
     "RealDiv": _div_partials,
