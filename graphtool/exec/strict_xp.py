@@ -158,6 +158,8 @@ def wrap(value):
         return DeviceArray(value)
     if isinstance(value, np.generic):
         return DeviceArray(np.asarray(value))
+    if isinstance(value, tuple) and hasattr(value, "_fields"):    # linalg's named results (QRResult)
+        return type(value)(*(wrap(v) for v in value))
     if isinstance(value, (tuple, list)):
         return type(value)(wrap(v) for v in value)
     return value

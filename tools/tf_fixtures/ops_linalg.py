@@ -173,9 +173,14 @@ def graph_stft_logmel(b):
     signal = b.placeholder("signal", b.normal(2, 400))
     stft = tf.signal.stft(signal, frame_length=64, frame_step=32, fft_length=64)
     magnitude = tf.abs(stft)
-    mel = tf.signal.linear_to_mel_weight_matrix(num_mel_bins=8, num_spectrogram_bins=33,
-                                                sample_rate=8000, lower_edge_hertz=50.0,
-                                                upper_edge_hertz=3800.0)
+    # The mel matrix is a constant of the model (a frozen graph holds it folded).
+    with tf.Graph().as_default():
+        weights = tf.signal.linear_to_mel_weight_matrix(num_mel_bins=8, num_spectrogram_bins=33,
+                                                        sample_rate=8000, lower_edge_hertz=50.0,
+                                                        upper_edge_hertz=3800.0)
+        with tf.Session() as session:
+            mel_value = session.run(weights)
+    mel = tf.constant(mel_value, name="mel_matrix")
     log_mel = tf.math.log(tf.tensordot(magnitude, mel, 1) + 1e-3, name="log_mel")
     b.fetch(log_mel)
     b.fetch(tf.math.angle(stft[:, :2, :5]), "phase")
