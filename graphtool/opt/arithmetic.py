@@ -10,7 +10,9 @@ Rules (each a small Rule; the removal rules live in arithmetic_rules.py):
   small constants), so the small sum can be folded and the big tensors are added once less;
 - removal of identities: x*1, 1*x, x+0, 0+x, x-0, x/1 (only when the constant's broadcast keeps
   x's shape), Neg(Neg(x)), inverse Transposes, Reshape to x's own shape, Cast to the same type,
-  exact Cast round trips (int32->int64->int32), Squeeze/ExpandDims pairs that cancel.
+  exact Cast round trips (int32->int64->int32), Squeeze/ExpandDims pairs that cancel;
+- a (conjugate) transpose of a matrix product's operand folded into the product's flags
+  (arithmetic_matmul.py).
 Under strict_fp the rewrites that may change floating-point results are skipped: sums of more than
 three copies of a float (2x and 3x round the same as x+x and x+x+x; 4x need not), hoisting of float
 sums (it reassociates), and x+(+0.0) (it turns -0.0 into +0.0).
@@ -29,6 +31,7 @@ from ..ir import Graph, Node, TensorRef
 from ..ops import registry
 from .arithmetic_rules import (REMOVAL_RULES, FactRule, GraphFacts, add_control_inputs, broadcast_keeps_shape,
                                is_inexact, is_plain_number, remove_unused)
+from .arithmetic_matmul import FoldTransposeIntoMatMul
 from .base import Pass, PassContext, PassResult, apply_rules, redirect_outputs, register_pass
 
 PASS_NAME = "arithmetic"
@@ -202,7 +205,7 @@ class HoistSmallAddends(SumRule):
             remove_unused(graph, ctx, inner)
 
 
-RULES = (*REMOVAL_RULES, AggregateSameInput, HoistSmallAddends)
+RULES = (*REMOVAL_RULES, AggregateSameInput, HoistSmallAddends, FoldTransposeIntoMatMul)
 
 
 @register_pass
