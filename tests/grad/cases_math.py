@@ -74,10 +74,12 @@ BINARY = {
     "Add": binary(),
     "AddV2": binary(),
     "Sub": binary(),
-    "Mul": binary(),
+    "Mul": binary() + [Case([Rand((2, 3)), Rand((3,))], dtype="complex128", label="complex")],
     "MulNoNan": binary() + [Case([Rand((2, 2)), Value([[0.0, 1.5], [-0.7, 0.0]])], label="zeros in y")],
-    "Div": binary(y_low=0.5, y_high=2.0, y_signed=True),
-    "RealDiv": binary(y_low=0.5, y_high=2.0, y_signed=True),
+    "Div": binary(y_low=0.5, y_high=2.0, y_signed=True)
+    + [Case([Rand((2, 3)), Rand((3,), 0.5, 2.0)], dtype="complex128", label="complex")],
+    "RealDiv": binary(y_low=0.5, y_high=2.0, y_signed=True)
+    + [Case([Rand((2, 3)), Rand((3,), 0.5, 2.0)], dtype="complex128", label="complex")],
     "DivNoNan": binary(y_low=0.5, y_high=2.0, y_signed=True),
     "Pow": binary(0.3, 2.0, y_low=-1.5, y_high=1.5),
     "Maximum": [Case([Rand((2, 3), distinct=True), Rand((2, 3), -1.93, 1.97, distinct=True)]),
