@@ -145,6 +145,74 @@ def _qr_grad(ctx, grads):
     return [emit(ctx, "AddV2", grad_a, grad_b)]
 
 
+def _safe_reciprocal(ctx, x):
+    """x / (x² + 1e-20): 1/x away from zero, 0 at zero (repeated singular values)."""
+    return emit(ctx, "Mul", x, emit(ctx, "Reciprocal", emit(ctx, "AddV2", emit(ctx, "Mul", x, x),
+                                                                _scalar(ctx, 1e-20, x))))
+
+
+def _columns(ctx, x, start: int, stop: int):
+    """x[..., :, start:stop]."""
+    rank = _rank(ctx, x)
+    begin = [0] * (rank - 1) + [start]
+    size = [-1] * (rank - 1) + [stop - start]
+    return emit(ctx, "Slice", x, int_const(ctx.b, begin), int_const(ctx.b, size))
+
+
+@gradient("Svd")
+def _svd_grad(ctx, grads):
+    """TensorFlow's formula (singular vectors too); the inner dims must be static, and with
+    full_matrices they may differ by at most one, as in TensorFlow."""
+    a = ctx.input(0)
+    grad_s = _zeros_if_none(ctx, grads[0], ctx.output(0))
+    grad_s_mat = emit(ctx, "MatrixDiag", grad_s)
+    if not ctx.attr("compute_uv"):
+        _, u, v = emit(ctx, "Svd", a, compute_uv=True, full_matrices=False)
+        return [_matmul(ctx, u, _matmul(ctx, grad_s_mat, v, adj_b=True))]
+    shape = ctx.input_shape(0)
+    m, n = (shape[-2], shape[-1]) if shape.known_rank else (None, None)
+    if m is None or n is None:
+        raise ValueError(f"the gradient of Svd node '{ctx.node.name}' needs its matrix dims statically, "
+                         f"has {shape}")
+    s, u, v = ctx.output(0), ctx.output(1), ctx.output(2)
+    grad_u, grad_v = _zeros_if_none(ctx, grads[1], u), _zeros_if_none(ctx, grads[2], v)
+    transposed = m > n
+    if transposed:       # work on the adjoint, whose rows are fewer than its columns
+        m, n, u, v, grad_u, grad_v = n, m, v, u, grad_v, grad_u
+    full = ctx.attr("full_matrices")
+    if full and abs(m - n) > 1:
+        raise ValueError(f"the gradient of Svd node '{ctx.node.name}' with full_matrices=True needs "
+                         f"|rows - cols| <= 1 (TensorFlow's limit), has {shape}")
+    s_mat = emit(ctx, "MatrixDiag", s)
+    s2 = emit(ctx, "Square", s)
+    f = emit(ctx, "MatrixSetDiag", _safe_reciprocal(ctx, emit(ctx, "Sub", emit(ctx, "ExpandDims", s2, np.int32(-2)),
+                                                             emit(ctx, "ExpandDims", s2, np.int32(-1)))),
+             emit(ctx, "ZerosLike", s))
+    s_inv_mat = emit(ctx, "MatrixDiag", _safe_reciprocal(ctx, s))
+    v1, grad_v1 = _columns(ctx, v, 0, m), _columns(ctx, grad_v, 0, m)
+    f_u = emit(ctx, "Mul", f, _matmul(ctx, u, grad_u, adj_a=True))
+    v_gv = _matmul(ctx, v1, grad_v1, adj_a=True)
+    f_v = emit(ctx, "Mul", f, v_gv)
+    inner = emit(ctx, "AddV2", grad_s_mat, _matmul(ctx, emit(ctx, "AddV2", f_u, _adjoint(ctx, f_u)), s_mat))
+    inner = emit(ctx, "AddV2", inner, _matmul(ctx, s_mat, emit(ctx, "AddV2", f_v, _adjoint(ctx, f_v))))
+    grad = _matmul(ctx, u, _matmul(ctx, inner, v1, adj_b=True))
+    if m != n:
+        gv1t = _adjoint(ctx, grad_v1)
+        rest = emit(ctx, "Sub", gv1t, _matmul(ctx, _matmul(ctx, gv1t, v1), v1, adj_b=True))
+        if full:
+            v2, grad_v2 = _columns(ctx, v, m, n), _columns(ctx, grad_v, m, n)
+            rest = emit(ctx, "Sub", rest, _matmul(ctx, _matmul(ctx, v1, grad_v2, adj_a=True), v2, adj_b=True))
+        grad = emit(ctx, "AddV2", grad, _matmul(ctx, _matmul(ctx, u, s_inv_mat), rest))
+    if ctx.b.dtype(a).base.is_complex:
+        # The phase freedom of complex singular vectors: the imaginary diagonal of vᴴ dv.
+        eye = ctx.b.const(np.eye(m, dtype=ctx.b.dtype(a).base.numpy))
+        l = emit(ctx, "Mul", eye, v_gv)
+        phase = _matmul(ctx, s_inv_mat, emit(ctx, "Sub", _adjoint(ctx, l), l))
+        grad = emit(ctx, "AddV2", grad, emit(ctx, "Mul", _scalar(ctx, 0.5, grad),
+                                             _matmul(ctx, u, _matmul(ctx, phase, v1, adj_b=True))))
+    return [_adjoint(ctx, grad) if transposed else grad]
+
+
 # --- solvers --------------------------------------------------------------------------------
 
 @gradient("MatrixSolve")
@@ -170,6 +238,51 @@ def _matrix_triangular_solve_grad(ctx, grads):
     bands = (np.int64(-1), np.int64(0)) if lower else (np.int64(0), np.int64(-1))
     grad_matrix = emit(ctx, "MatrixBandPart", emit(ctx, "Neg", grad_matrix), *bands)
     return [ctx.sum_to_input(0, grad_matrix), ctx.sum_to_input(1, grad_rhs)]
+
+
+def _cholesky_solve(ctx, factor, rhs):
+    """(L Lᴴ)⁻¹ rhs for the lower factor L."""
+    half = emit(ctx, "MatrixTriangularSolve", factor, rhs, lower=True, adjoint=False)
+    return emit(ctx, "MatrixTriangularSolve", factor, half, lower=True, adjoint=True)
+
+
+def _transpose_inner(ctx, x):
+    rank = _rank(ctx, x)
+    return emit(ctx, "Transpose", x, int_const(ctx.b, list(range(rank - 2)) + [rank - 1, rank - 2]))
+
+
+@gradient("MatrixSolveLs")
+def _matrix_solve_ls_grad(ctx, grads):
+    """TensorFlow's formulas for the regularized normal equations of the first kind (rows >=
+    cols) and the second kind; fast=False has none (TensorFlow neither). Static inner dims."""
+    if not ctx.attr("fast"):
+        raise ValueError(f"MatrixSolveLs node '{ctx.node.name}': gradient not defined for fast=False "
+                         f"(as in TensorFlow)")
+    a, b, grad = ctx.input(0), ctx.input(1), grads[0]
+    shape = ctx.input_shape(0)
+    rows, cols = (shape[-2], shape[-1]) if shape.known_rank else (None, None)
+    if rows is None or cols is None:
+        raise ValueError(f"the gradient of MatrixSolveLs node '{ctx.node.name}' needs its matrix dims "
+                         f"statically, has {shape}")
+    dtype = ctx.b.dtype(a).base
+    l2 = emit(ctx, "Cast", ctx.input(2), DstT=dtype.name)
+    overdetermined = rows >= cols
+    size = cols if overdetermined else rows
+    eye = emit(ctx, "Mul", l2, ctx.b.const(np.eye(size, dtype=dtype.numpy)))
+    gram = _matmul(ctx, a, a, adj_a=True) if overdetermined else _matmul(ctx, a, a, adj_b=True)
+    factor = emit(ctx, "Cholesky", emit(ctx, "AddV2", gram, eye))
+    if overdetermined:
+        x = ctx.output(0)
+        z = _cholesky_solve(ctx, factor, grad)
+        xzt = _matmul(ctx, x, z, adj_b=True)
+        symmetric = emit(ctx, "AddV2", xzt, _transpose_inner(ctx, xzt))
+        grad_a = emit(ctx, "Sub", _matmul(ctx, b, z, adj_b=True), _matmul(ctx, a, symmetric))
+        return [grad_a, _matmul(ctx, a, z), None]
+    grad_b = _cholesky_solve(ctx, factor, _matmul(ctx, a, grad))
+    tmp = _cholesky_solve(ctx, factor, b)
+    first = emit(ctx, "Neg", _matmul(ctx, grad_b, _matmul(ctx, tmp, a, adj_a=True)))
+    second = _matmul(ctx, tmp, emit(ctx, "Sub", grad, _matmul(ctx, a, grad_b, adj_a=True)), adj_b=True)
+    return [emit(ctx, "AddV2", first, second), grad_b, None]
 
 
 # --- complex parts --------------------------------------------------------------------------

@@ -19,8 +19,6 @@ _LOWERED_FIRST = ("functional control flow and calls are lowered to v1 control f
 NO_GRADIENT: dict[str, str] = {
     **{op: _LOWERED_FIRST for op in ("If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase",
                                      "PartitionedCall", "StatefulPartitionedCall", "SymbolicGradient")},
-    "Svd": "not implemented yet (TensorFlow's _SvdGrad); differentiate through eigh or QR instead",
-    "MatrixSolveLs": "not implemented yet (TensorFlow's _MatrixSolveLsGrad)",
     "RFFT3D": "TensorFlow defines no gradient for RFFT3D",
     "IRFFT3D": "TensorFlow defines no gradient for IRFFT3D",
     "Digamma": _NO_POLYGAMMA,

@@ -209,8 +209,9 @@ def graph_complex_spectral_grad(b):
 
 @case("graph_linalg_least_squares", "linalg",
       "A linalg-heavy graph: Cholesky solve of the normal equations, QR least squares, an "
-      "eigendecomposition, log-determinant, inverse and MatrixSolve, float64; gradients w.r.t. "
-      "the design matrix and the targets.", rtol=1e-6, atol=1e-8)
+      "eigendecomposition, log-determinant, inverse, MatrixSolve, SVD (values and vectors) and "
+      "ridge regression (MatrixSolveLs), float64; gradients w.r.t. the design matrix and the "
+      "targets.", rtol=1e-6, atol=1e-8)
 def graph_linalg_least_squares(b):
     a = b.placeholder("a", b.normal(6, 3, dtype=np.float64))
     y = b.placeholder("y", b.normal(6, 2, dtype=np.float64))
@@ -226,11 +227,19 @@ def graph_linalg_least_squares(b):
     inverse = tf.linalg.inv(gram)
     solved = tf.linalg.solve(gram, rhs, adjoint=True)
     det = tf.linalg.det(gram[:2, :2])
+    singular_values = tf.linalg.svd(a, compute_uv=False)
+    s, u, v = tf.linalg.svd(a)
+    # |u| and |v| do not depend on the signs LAPACK and Eigen pick.
+    singular_vectors = tf.reduce_sum(tf.abs(u) * s[None, :]) + tf.reduce_sum(tf.abs(v))
+    ridge = tf.linalg.lstsq(a, y, l2_regularizer=0.1)
     for tensor, name in ((chol_solution, "chol_solution"), (qr_solution, "qr_solution"),
                          (e, "eigenvalues"), (whitened, "whitened"), (log_det, "log_det"),
-                         (inverse, "inverse"), (solved, "solved"), (det, "det")):
+                         (inverse, "inverse"), (solved, "solved"), (det, "det"),
+                         (singular_values, "singular_values"), (singular_vectors, "singular_vectors"),
+                         (ridge, "ridge")):
         b.fetch(tensor, name)
     loss = (tf.reduce_sum(chol_solution) + tf.reduce_sum(qr_solution * qr_solution)
             + tf.reduce_sum(e * [1.0, 2.0, 3.0]) + tf.reduce_sum(whitened) + log_det
-            + tf.reduce_sum(inverse) + tf.reduce_sum(solved) + det)
+            + tf.reduce_sum(inverse) + tf.reduce_sum(solved) + det + tf.reduce_sum(singular_values)
+            + singular_vectors + tf.reduce_sum(ridge * ridge))
     b.differentiate(tf.identity(loss, name="loss"), [a, y])
