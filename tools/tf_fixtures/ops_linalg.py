@@ -243,3 +243,48 @@ def graph_linalg_least_squares(b):
             + tf.reduce_sum(inverse) + tf.reduce_sum(solved) + det + tf.reduce_sum(singular_values)
             + singular_vectors + tf.reduce_sum(ridge * ridge))
     b.differentiate(tf.identity(loss, name="loss"), [a, y])
+
+
+ALIGNS = ["LEFT_RIGHT", "RIGHT_LEFT", "LEFT_LEFT", "RIGHT_RIGHT"]
+
+
+@case("op_linalg_diag", "linalg",
+      "MatrixDiag/MatrixDiagPart/MatrixSetDiag in their three versions: batch dims, non-square "
+      "matrices, single diagonals and k ranges (sub- and super-diagonals), every align, explicit "
+      "num_rows/num_cols, padding values; float32, int32 and complex64; gradients w.r.t. the "
+      "diagonals and the matrix.")
+def op_linalg_diag(b):
+    m = b.placeholder("m", b.normal(2, 3, 4))
+    diagonal = b.placeholder("d", b.normal(2, 3))
+    bands = b.placeholder("bands", b.normal(2, 3, 4))        # k = (-1, 1): 3 diagonals of length <= 4
+    b.raw("MatrixDiag", "diag_v1", diagonal=diagonal)
+    b.raw("MatrixDiagPart", "diag_part_v1", input=m)
+    b.raw("MatrixSetDiag", "set_diag_v1", input=m, diagonal=diagonal)
+    b.raw("MatrixDiagV2", "diag_v2_super", diagonal=diagonal, k=1, num_rows=-1, num_cols=-1,
+          padding_value=0.0)
+    b.raw("MatrixDiagV2", "diag_v2_shape", diagonal=diagonal, k=-1, num_rows=4, num_cols=5,
+          padding_value=9.0)
+    b.raw("MatrixDiagPartV2", "diag_part_v2_band", input=m, k=[-1, 1], padding_value=-1.0)
+    b.raw("MatrixSetDiagV2", "set_diag_v2_band", input=m, diagonal=bands[:, :, :3], k=[-1, 1])
+    for align in ALIGNS:
+        tag = align.lower()
+        b.raw("MatrixDiagV3", f"diag_v3_{tag}", diagonal=bands, k=[-1, 1], num_rows=-1, num_cols=-1,
+              padding_value=0.5, align=align)
+        b.raw("MatrixDiagPartV3", f"diag_part_v3_{tag}", input=m, k=[-1, 2], padding_value=7.0,
+              align=align)
+        b.raw("MatrixSetDiagV3", f"set_diag_v3_{tag}", input=m, diagonal=bands[:, :, :3], k=[-1, 1],
+              align=align)
+    ints = b.placeholder("m_int", b.integers(-5, 5, 3, 3))
+    b.raw("MatrixDiagPartV3", "diag_part_v3_int", input=ints, k=[0, 1], padding_value=-9)
+    b.raw("MatrixSetDiagV3", "set_diag_v3_int", input=ints, diagonal=np.array([1, 2, 3], np.int32), k=0)
+    cplx = b.placeholder("m_c64", _matrices(b, 2, 3, 3, dtype=np.complex64))
+    b.raw("MatrixDiagPartV3", "diag_part_v3_c64", input=cplx, k=0, padding_value=np.complex64(0))
+    b.raw("MatrixDiagV3", "diag_v3_c64", diagonal=tf.linalg.diag_part(cplx), k=0, num_rows=-1,
+          num_cols=-1, padding_value=np.complex64(0))
+    empty = b.placeholder("empty_batch", np.zeros((0, 3, 3), np.float32))
+    b.raw("MatrixDiagPartV3", "diag_part_v3_empty", input=empty, k=0, padding_value=0.0)
+    weights = np.linspace(0.5, 1.5, 4).astype(np.float32)
+    loss = (tf.reduce_sum(tf.linalg.diag(bands, k=(-1, 1), align="LEFT_RIGHT") * 0.3)
+            + tf.reduce_sum(tf.linalg.diag_part(m, k=(-1, 2), padding_value=0.0) ** 2)
+            + tf.reduce_sum(tf.linalg.set_diag(m, bands[:, :, :3], k=(-1, 1)) * weights))
+    b.differentiate(tf.identity(loss, name="loss"), [m, bands])
