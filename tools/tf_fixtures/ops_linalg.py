@@ -167,7 +167,8 @@ def op_fft_real(b):
 
 @case("graph_stft_logmel", "fft",
       "An STFT log-mel feature graph as audio front ends build it: tf.signal.stft (Hann window, "
-      "frame 64, step 32, fft 64) -> abs -> linear_to_mel_weight_matrix matmul -> log; "
+      "frame 64, step 32, fft 64) -> abs -> linear_to_mel_weight_matrix matmul -> log -> MFCCs "
+      "(a DCT through RFFT); a padded STFT resynthesized by inverse_stft (IRFFT, overlap-add); "
       "gradients w.r.t. the signal.", rtol=1e-4, atol=1e-4)
 def graph_stft_logmel(b):
     signal = b.placeholder("signal", b.normal(2, 400))
@@ -184,6 +185,10 @@ def graph_stft_logmel(b):
     log_mel = tf.math.log(tf.tensordot(magnitude, mel, 1) + 1e-3, name="log_mel")
     b.fetch(log_mel)
     b.fetch(tf.math.angle(stft[:, :2, :5]), "phase")
+    b.fetch(tf.signal.mfccs_from_log_mel_spectrograms(log_mel)[..., :4], "mfcc")
+    padded = tf.signal.stft(signal, frame_length=48, frame_step=16, fft_length=64, pad_end=True)
+    b.fetch(tf.signal.inverse_stft(padded, frame_length=48, frame_step=16, fft_length=64,
+                                   window_fn=tf.signal.inverse_stft_window_fn(16)), "resynthesis")
     loss = tf.reduce_sum(log_mel * np.linspace(0.5, 1.5, 8).astype(np.float32), name="loss")
     b.differentiate(loss, [signal])
 
