@@ -293,3 +293,28 @@ def op_linalg_diag(b):
             + tf.reduce_sum(tf.linalg.diag_part(m, k=(-1, 2), padding_value=0.0) ** 2)
             + tf.reduce_sum(tf.linalg.set_diag(m, bands[:, :, :3], k=(-1, 1)) * weights))
     b.differentiate(tf.identity(loss, name="loss"), [m, bands])
+
+
+@case("op_complex_parts", "fft",
+      "Complex (broadcasting), Real, Imag, Angle, Conj, ComplexAbs, ConjugateTranspose on complex64 "
+      "and complex128 with zeros, signed zeros, infinities, NaN and values whose squares overflow.")
+def op_complex_parts(b):
+    for real, cplx in ((np.float32, np.complex64), (np.float64, np.complex128)):
+        tag = _SHORT[cplx]
+        big = np.finfo(real).max / 4
+        re = np.array([0, -0.0, 1, -1, 3, np.inf, -np.inf, np.nan, big, -2.5], real)
+        im = np.array([0, -0.0, -0.0, 0, -4, 1, np.inf, 1, big, np.nan], real)
+        value = np.empty(re.shape, cplx)     # re + 1j * im would turn 1j * inf into NaN
+        value.real, value.imag = re, im
+        z = b.placeholder(f"z_{tag}", value)
+        for op_type in ("Real", "Imag", "Angle"):
+            b.raw(op_type, f"{snake(op_type)}_{tag}", input=z, Tout=tf.as_dtype(real))
+        b.raw("ComplexAbs", f"complex_abs_{tag}", x=z, Tout=tf.as_dtype(real))
+        b.raw("Conj", f"conj_{tag}", input=z)
+        rows = b.placeholder(f"re_{tag}", b.normal(2, 1, 3, dtype=real))
+        cols = b.placeholder(f"im_{tag}", b.normal(4, 1, dtype=real))
+        b.raw("Complex", f"complex_broadcast_{tag}", real=rows, imag=cols, Tout=tf.as_dtype(cplx))
+        matrices = b.placeholder(f"m_{tag}", _matrices(b, 2, 3, 4, dtype=cplx))
+        b.raw("ConjugateTranspose", f"conjugate_transpose_{tag}", x=matrices, perm=np.array([2, 0, 1], np.int32))
+    floats = b.placeholder("floats", b.normal(2, 3))
+    b.raw("ConjugateTranspose", "conjugate_transpose_real", x=floats, perm=np.array([1, 0], np.int32))
