@@ -1,8 +1,9 @@
 """What the math family's modules share: TensorFlow's type sets and static value evaluation.
 
 The math family is split over math.py (elementwise ops, casts, selects), math_reduce.py
-(reductions, arg-reductions, cumulative ops) and math_linalg.py (MatMul, BatchMatMul, Einsum);
-every op they declare belongs to the family "math".
+(reductions, arg-reductions, cumulative ops), math_linalg.py (MatMul, BatchMatMul, Einsum),
+math_matrix.py (decompositions and solvers) and math_fft.py (Fourier transforms); every op they
+declare belongs to the family "math".
 
 Value functions evaluate ops on statically known (possibly partial) small tensors, so that shape
 arithmetic such as `Prod(Shape(x))` or `Shape(x)[0] * 2` gives static shapes downstream. A partial

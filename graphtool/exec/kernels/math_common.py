@@ -4,7 +4,8 @@ text.
 
 The math kernels live in math.py (elementwise ops, selects, sums of many), math_cast.py (Cast),
 math_special.py (erf, lgamma, digamma), math_reduce.py (reductions, arg-reductions, scans) and
-math_linalg.py (matrix products, Einsum); math.py imports the others.
+math_linalg.py (matrix products, Einsum), math_matrix.py (decompositions and solvers) and
+math_fft.py (Fourier transforms); math.py imports the others.
 """
 from __future__ import annotations
 
