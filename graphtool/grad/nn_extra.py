@@ -1,6 +1,6 @@
 """Gradients of the nn ops real graphs add to the common set (TensorFlow's array_grad.py and
-nn_grad.py): the space/depth/batch rearrangements, whose gradients are their inverses.
-Index inputs (block_shape, paddings, crops) get no gradient."""
+nn_grad.py): the space/depth/batch rearrangements, whose gradients are their inverses (index
+inputs such as block_shape, paddings and crops get none), and fake quantization."""
 from __future__ import annotations
 
 from .op_utils import emit
@@ -22,3 +22,19 @@ def _space_to_batch_grad(ctx, grads):
 @gradient("BatchToSpaceND")
 def _batch_to_space_grad(ctx, grads):
     return [emit(ctx, "SpaceToBatchND", grads[0], ctx.input(1), ctx.input(2)), None, None]
+
+
+# --- fake quantization (TensorFlow's array_grad.py): the straight-through estimator, done by
+# each op's gradient kernel ------------------------------------------------------------------
+
+@gradient("FakeQuantWithMinMaxArgs")
+def _fake_quant_args_grad(ctx, grads):
+    attrs = {name: ctx.attr(name) for name in ("min", "max", "num_bits", "narrow_range")}
+    return [emit(ctx, "FakeQuantWithMinMaxArgsGradient", grads[0], ctx.input(0), **attrs)]
+
+
+@gradient("FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVarsPerChannel")
+def _fake_quant_vars_grad(ctx, grads):
+    attrs = {name: ctx.attr(name) for name in ("num_bits", "narrow_range")}
+    return list(emit(ctx, f"{ctx.node.op}Gradient", grads[0], ctx.input(0), ctx.input(1), ctx.input(2),
+                     **attrs))

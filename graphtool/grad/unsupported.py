@@ -27,6 +27,9 @@ NO_GRADIENT: dict[str, str] = {
     "FusedBatchNormGrad": _SECOND_ORDER_BN, "FusedBatchNormGradV2": _SECOND_ORDER_BN,
     "FusedBatchNormGradV3": _SECOND_ORDER_BN,
     "LRNGrad": "second derivative of LRN: TensorFlow has none either",
+    **{op: "gradient kernel of fake quantization: TensorFlow defines no gradient for it"
+       for op in ("FakeQuantWithMinMaxArgsGradient", "FakeQuantWithMinMaxVarsGradient",
+                  "FakeQuantWithMinMaxVarsPerChannelGradient")},
     "_FusedMatMul": _FUSED, "_FusedConv2D": _FUSED,
     "Bitcast": "reinterprets bits: not a differentiable function of its input",
     "Unique": "TensorFlow defines no gradient for the Unique family",

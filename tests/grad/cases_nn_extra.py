@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.grad.fd_harness import Case, Rand
+from tests.grad.fd_harness import Case, Rand, Value
 
 
 def i32(value):
@@ -21,4 +21,22 @@ SPACE = {
                        Case([Rand((6, 2, 1)), i32([3]), i32([[1, 1]])], label="one block dim")],
 }
 
-CASES: dict[str, list[Case]] = {**SPACE}
+
+# Fake quantization is a staircase whose straight-through gradient is not its derivative; with 16
+# bits over about [-1, 1] the steps (3e-5) are far below the finite-difference step (3e-2), so the
+# staircase is the clamp it approximates (each difference is off by at most one step / 6e-2): slope
+# 1 inside the range, 0 outside, and 1 for min (max) from the values below (above) it. The inputs
+# stay 0.1 away from the range's ends.
+F32 = {"dtype": "float32", "tolerance": {"eps": 3e-2, "rtol": 2e-2, "atol": 5e-3}}
+QUANT = {"num_bits": 16}
+X = Value([[-1.7, -0.6, 0.25, 0.9], [1.3, -0.05, 0.55, -1.2]])
+FAKE_QUANT = {
+    "FakeQuantWithMinMaxArgs": [Case([X], attrs={"min": -1.0, "max": 1.0, **QUANT}, **F32)],
+    "FakeQuantWithMinMaxVars": [Case([X, Value(-1.0), Value(1.0)], attrs=QUANT, **F32)],
+    "FakeQuantWithMinMaxVarsPerChannel": [
+        Case([Value([[-1.7, 0.3], [0.4, 1.8], [-0.2, -0.9]]), Value([-1.0, -0.5]), Value([1.0, 1.5])],
+             attrs=QUANT, **F32),
+        Case([Value([-1.3, 1.7]), Value([-1.0, -0.5]), Value([1.0, 1.5])], attrs=QUANT, **F32, label="rank 1")],
+}
+
+CASES: dict[str, list[Case]] = {**SPACE, **FAKE_QUANT}

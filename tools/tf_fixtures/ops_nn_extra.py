@@ -72,3 +72,61 @@ def op_nn_space_depth(b):
         block_shape=[2, 2], paddings=[[0, 0], [0, 0]])
     back = tf.raw_ops.BatchToSpaceND(input=moved * weights, block_shape=[2, 1], crops=[[1, 1], [0, 0]])
     b.differentiate(tf.reduce_sum(back * back, name="loss"), [gx])
+
+
+QUANT_INPUT = np.concatenate([np.linspace(-7.0, 7.0, 57), [0.0, -0.0, 1e-3, -1e-3, 100.0, -100.0, np.nan]]).astype(
+    np.float32)
+# (min, max, num_bits, narrow_range); ranges not containing 0 and not multiples of the step
+# exercise the nudging.
+QUANT_RANGES = [(-6.0, 6.0, 8, False), (-1.0, 3.5, 8, True), (0.3, 2.0, 4, False), (-2.5, -0.4, 5, True),
+                (-1.0, 1.0, 16, False), (-0.1, 12.7, 2, False)]
+
+
+@case("op_nn_fake_quant", "nn",
+      "FakeQuantWithMinMaxArgs/Vars/VarsPerChannel and their gradient kernels: ranges around 0, "
+      "entirely positive or negative (nudged), num_bits 2/4/5/8/16, narrow_range, NaN and values "
+      "beyond the range, min == max == 0 (zeros), per-channel inputs of rank 1, 2 and 4; "
+      "tf.gradients through Vars and PerChannel (input, min and max).", rtol=1e-6, atol=1e-6)
+def op_nn_fake_quant(b):
+    x = b.placeholder("x", QUANT_INPUT)
+    dy = b.placeholder("dy", b.normal(QUANT_INPUT.size))
+    for i, (low, high, bits, narrow) in enumerate(QUANT_RANGES):
+        attrs = dict(min=low, max=high, num_bits=bits, narrow_range=narrow)
+        b.raw("FakeQuantWithMinMaxArgs", f"fake_quant_args_{i}", inputs=x, **attrs)
+        b.raw("FakeQuantWithMinMaxArgsGradient", f"fake_quant_args_gradient_{i}", gradients=dy, inputs=x,
+              **attrs)
+        bounds = dict(min=b.placeholder(f"vars_min_{i}", np.float32(low)),
+                      max=b.placeholder(f"vars_max_{i}", np.float32(high)))
+        b.raw("FakeQuantWithMinMaxVars", f"fake_quant_vars_{i}", inputs=x, num_bits=bits, narrow_range=narrow,
+              **bounds)
+        b.raw("FakeQuantWithMinMaxVarsGradient", f"fake_quant_vars_gradient_{i}", gradients=dy, inputs=x,
+              num_bits=bits, narrow_range=narrow, **bounds)
+    zeros = dict(min=b.placeholder("zero_min", np.float32(0)), max=b.placeholder("zero_max", np.float32(0)))
+    b.raw("FakeQuantWithMinMaxVars", "fake_quant_vars_zero_range", inputs=x, **zeros)
+    b.raw("FakeQuantWithMinMaxVarsGradient", "fake_quant_vars_gradient_zero_range", gradients=dy, inputs=x, **zeros)
+
+    lows = b.placeholder("channel_min", np.array([-6.0, -1.0, 0.3, -2.5, 0.0], np.float32))
+    highs = b.placeholder("channel_max", np.array([6.0, 3.5, 2.0, -0.4, 0.0], np.float32))
+    for rank, shape in ((1, (5,)), (2, (7, 5)), (4, (2, 3, 2, 5))):
+        data = b.placeholder(f"channel_x_rank{rank}", b.normal(*shape, scale=3.0))
+        grads = b.placeholder(f"channel_dy_rank{rank}", b.normal(*shape))
+        for narrow in (False, True):
+            suffix = f"rank{rank}" + ("_narrow" if narrow else "")
+            b.raw("FakeQuantWithMinMaxVarsPerChannel", f"fake_quant_per_channel_{suffix}", inputs=data, min=lows,
+                  max=highs, num_bits=6, narrow_range=narrow)
+            b.raw("FakeQuantWithMinMaxVarsPerChannelGradient", f"fake_quant_per_channel_gradient_{suffix}",
+                  gradients=grads, inputs=data, min=lows, max=highs, num_bits=6, narrow_range=narrow)
+    # Steps exactly half-way: rank 1 rounds them with std::round, higher ranks with floor(+0.5).
+    half = b.placeholder("channel_half", np.array([0.5, 1.5, 2.5, -0.5], np.float32))
+    unit = dict(min=b.placeholder("unit_min", np.array([-4.0, -4.0, -4.0, -4.0], np.float32)),
+                max=b.placeholder("unit_max", np.array([3.5, 3.5, 3.5, 3.5], np.float32)))
+    b.raw("FakeQuantWithMinMaxVarsPerChannel", "fake_quant_per_channel_half_steps", inputs=half, num_bits=4, **unit)
+
+    gx = b.placeholder("grad_x", b.normal(3, 5, scale=3.0))
+    gmin = b.placeholder("grad_min", np.float32(-2.0))
+    gmax = b.placeholder("grad_max", np.float32(1.5))
+    per_channel = tf.quantization.fake_quant_with_min_max_vars_per_channel(gx, lows, highs, num_bits=5)
+    scalar_range = tf.quantization.fake_quant_with_min_max_vars(gx, gmin, gmax, narrow_range=True)
+    args = tf.quantization.fake_quant_with_min_max_args(gx, -3.0, 2.0)
+    loss = tf.reduce_sum(per_channel * scalar_range + args * gx, name="loss")
+    b.differentiate(loss, [gx, gmin, gmax, lows, highs])
