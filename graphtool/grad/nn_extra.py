@@ -3,7 +3,7 @@ nn_grad.py): the space/depth/batch rearrangements, whose gradients are their inv
 inputs such as block_shape, paddings and crops get none), and fake quantization."""
 from __future__ import annotations
 
-from .op_utils import emit
+from .op_utils import emit, input_shape_tensor
 from .registry import gradient
 
 
@@ -38,3 +38,50 @@ def _fake_quant_vars_grad(ctx, grads):
     attrs = {name: ctx.attr(name) for name in ("num_bits", "narrow_range")}
     return list(emit(ctx, f"{ctx.node.op}Gradient", grads[0], ctx.input(0), ctx.input(1), ctx.input(2),
                      **attrs))
+
+
+# --- 3-D convolution and pooling (TensorFlow's nn_grad.py) ----------------------------------
+
+def _attrs(ctx, *names) -> dict:
+    return {name: ctx.attr(name) for name in names}
+
+
+_CONV3D = ("strides", "padding", "data_format", "dilations")
+_POOL3D = ("ksize", "strides", "padding", "data_format")
+
+
+@gradient("Conv3D")
+def _conv3d_grad(ctx, grads):
+    attrs, image, kernel = _attrs(ctx, *_CONV3D), ctx.input(0), ctx.input(1)
+    return [emit(ctx, "Conv3DBackpropInputV2", input_shape_tensor(ctx, 0), kernel, grads[0], **attrs),
+            emit(ctx, "Conv3DBackpropFilterV2", image, input_shape_tensor(ctx, 1), grads[0], **attrs)]
+
+
+@gradient("Conv3DBackpropInputV2")
+def _conv3d_backprop_input_grad(ctx, grads):
+    """Linear in filter and out_backprop: a filter gradient and a forward convolution."""
+    attrs, kernel, out_backprop = _attrs(ctx, *_CONV3D), ctx.input(1), ctx.input(2)
+    return [None, emit(ctx, "Conv3DBackpropFilterV2", grads[0], input_shape_tensor(ctx, 1), out_backprop, **attrs),
+            emit(ctx, "Conv3D", grads[0], kernel, **attrs)]
+
+
+@gradient("Conv3DBackpropFilterV2")
+def _conv3d_backprop_filter_grad(ctx, grads):
+    attrs, image, out_backprop = _attrs(ctx, *_CONV3D), ctx.input(0), ctx.input(2)
+    return [emit(ctx, "Conv3DBackpropInputV2", input_shape_tensor(ctx, 0), grads[0], out_backprop, **attrs),
+            None, emit(ctx, "Conv3D", image, grads[0], **attrs)]
+
+
+@gradient("MaxPool3D")
+def _max_pool3d_grad(ctx, grads):
+    return [emit(ctx, "MaxPool3DGrad", ctx.input(0), ctx.output(0), grads[0], **_attrs(ctx, *_POOL3D))]
+
+
+@gradient("AvgPool3D")
+def _avg_pool3d_grad(ctx, grads):
+    return [emit(ctx, "AvgPool3DGrad", input_shape_tensor(ctx, 0), grads[0], **_attrs(ctx, *_POOL3D))]
+
+
+@gradient("AvgPool3DGrad")
+def _avg_pool3d_grad_grad(ctx, grads):
+    return [None, emit(ctx, "AvgPool3D", grads[0], **_attrs(ctx, *_POOL3D))]

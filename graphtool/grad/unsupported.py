@@ -23,7 +23,7 @@ NO_GRADIENT: dict[str, str] = {
     "Complex": _COMPLEX, "Real": _COMPLEX, "Imag": _COMPLEX, "Conj": _COMPLEX, "Angle": _COMPLEX,
     "ComplexAbs": _COMPLEX,
     "Digamma": _NO_POLYGAMMA,
-    "Conv3D": "its backward kernels (Conv3DBackpropInputV2/FilterV2) are not in the op registry",
+    "MaxPool3DGrad": "second derivative of MaxPool3D (TensorFlow's MaxPool3DGradGrad) is not implemented",
     "FusedBatchNormGrad": _SECOND_ORDER_BN, "FusedBatchNormGradV2": _SECOND_ORDER_BN,
     "FusedBatchNormGradV3": _SECOND_ORDER_BN,
     "LRNGrad": "second derivative of LRN: TensorFlow has none either",

@@ -39,4 +39,36 @@ FAKE_QUANT = {
         Case([Value([-1.3, 1.7]), Value([-1.0, -0.5]), Value([1.0, 1.5])], attrs=QUANT, **F32, label="rank 1")],
 }
 
-CASES: dict[str, list[Case]] = {**SPACE, **FAKE_QUANT}
+
+def _pool3d(ksize, strides, padding, data_format="NDHWC"):
+    if data_format == "NCDHW":
+        ksize, strides = [1, 1, *ksize], [1, 1, *strides]
+    else:
+        ksize, strides = [1, *ksize, 1], [1, *strides, 1]
+    return {"ksize": ksize, "strides": strides, "padding": padding, "data_format": data_format}
+
+
+def _conv3d(strides, padding, data_format="NDHWC", dilations=(1, 1, 1)):
+    wrap = (lambda v: [1, 1, *v]) if data_format == "NCDHW" else (lambda v: [1, *v, 1])
+    return {"strides": wrap(strides), "padding": padding, "data_format": data_format, "dilations": wrap(dilations)}
+
+
+VOLUME = {
+    "MaxPool3D": [Case([Rand((1, 3, 4, 4, 2), distinct=True)], attrs=_pool3d([2, 2, 2], [1, 2, 2], "SAME"),
+                       **{"dtype": "float32"}),
+                  Case([Rand((1, 2, 3, 3, 4), distinct=True)], attrs=_pool3d([2, 2, 2], [1, 1, 1], "VALID", "NCDHW"),
+                       **{"dtype": "float32"})],
+    "AvgPool3D": [Case([Rand((1, 3, 4, 4, 2))], attrs=_pool3d([2, 2, 2], [1, 2, 2], "SAME")),
+                  Case([Rand((2, 2, 3, 3, 3))], attrs=_pool3d([1, 2, 2], [1, 1, 1], "VALID", "NCDHW"))],
+    "AvgPool3DGrad": [Case([i32([1, 3, 4, 4, 2]), Rand((1, 2, 2, 2, 2))], attrs=_pool3d([2, 2, 2], [2, 2, 2], "SAME"))],
+    "Conv3D": [Case([Rand((1, 3, 4, 4, 2)), Rand((2, 2, 2, 2, 3))], attrs=_conv3d([1, 2, 1], "SAME")),
+               # (TensorFlow's Conv3D shape function swaps the H and W dilations: only D is dilated here.)
+               Case([Rand((1, 2, 3, 4, 4)), Rand((2, 2, 2, 2, 2))], attrs=_conv3d([1, 1, 1], "VALID", "NCDHW",
+                                                                                  dilations=(2, 1, 1)))],
+    "Conv3DBackpropInputV2": [Case([i32([1, 3, 4, 4, 2]), Rand((2, 2, 2, 2, 3)), Rand((1, 3, 2, 4, 3))],
+                                   attrs=_conv3d([1, 2, 1], "SAME"))],
+    "Conv3DBackpropFilterV2": [Case([Rand((1, 3, 4, 4, 2)), i32([2, 2, 2, 2, 3]), Rand((1, 3, 2, 4, 3))],
+                                    attrs=_conv3d([1, 2, 1], "SAME"))],
+}
+
+CASES: dict[str, list[Case]] = {**SPACE, **FAKE_QUANT, **VOLUME}

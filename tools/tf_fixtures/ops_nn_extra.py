@@ -130,3 +130,78 @@ def op_nn_fake_quant(b):
     args = tf.quantization.fake_quant_with_min_max_args(gx, -3.0, 2.0)
     loss = tf.reduce_sum(per_channel * scalar_range + args * gx, name="loss")
     b.differentiate(loss, [gx, gmin, gmax, lows, highs])
+
+
+def _ndhwc(*spatial):
+    return [1, *spatial, 1]
+
+
+@case("op_nn_volume", "nn",
+      "MaxPool3D/AvgPool3D (SAME and VALID, strides, NDHWC), windows of NaN and -inf, "
+      "MaxPool3DGrad with tied maxima (every element within 1e-5 of the maximum gets the gradient), "
+      "AvgPool3DGrad, Conv3D with its Conv3DBackpropInputV2/FilterV2 (float64 too, int64 "
+      "sizes), empty batch; tf.gradients through Conv3D, MaxPool3D and AvgPool3D.",
+      rtol=1e-4, atol=1e-5)
+def op_nn_volume(b):
+    volume = b.placeholder("volume", b.normal(2, 3, 5, 4, 2))
+    windows = [("same", [2, 2, 2], [1, 2, 2], "SAME"), ("valid", [2, 3, 2], [1, 1, 2], "VALID"),
+               ("same_stride3", [3, 3, 3], [3, 3, 3], "SAME")]
+    for name, ksize, strides, padding in windows:
+        attrs = dict(ksize=_ndhwc(*ksize), strides=_ndhwc(*strides), padding=padding)
+        for op_type in ("MaxPool3D", "AvgPool3D"):
+            out = b.raw(op_type, f"{op_type.lower()}_{name}", input=volume, **attrs)
+            grads = b.placeholder(f"{op_type.lower()}_{name}_dy", b.normal(*out.shape.as_list()))
+            if op_type == "MaxPool3D":
+                b.raw("MaxPool3DGrad", f"maxpool3d_grad_{name}", orig_input=volume, orig_output=out, grad=grads,
+                      **attrs)
+            else:
+                b.raw("AvgPool3DGrad", f"avgpool3d_grad_{name}", orig_input_shape=tf.shape(volume), grad=grads,
+                      **attrs)
+    b.skip("MaxPool3D", "float16 and float64 have no CPU kernel in TensorFlow; bfloat16 (which has) is left out "
+           "because the GPU test double cannot hold it")
+    b.skip("AvgPool3D", "float16 and float64 have no CPU kernel in TensorFlow")
+
+    # Ties and special values: the maximum repeats (and one element lies 1e-6 below it), windows
+    # hold NaN, -inf or only -inf.
+    special = np.zeros((1, 2, 2, 4, 1), np.float32)
+    special[0, :, :, 0, 0] = [[1.0, 1.0], [1.0 - 1e-6, 0.5]]
+    special[0, :, :, 1, 0] = [[np.nan, 2.0], [3.0, 1.0]]
+    special[0, :, :, 2, 0] = -np.inf
+    special[0, :, :, 3, 0] = [[-np.inf, -2.0], [np.nan, np.nan]]
+    ties = b.placeholder("ties", special)
+    attrs = dict(ksize=_ndhwc(2, 2, 1), strides=_ndhwc(2, 2, 1), padding="VALID")
+    pooled = b.raw("MaxPool3D", "maxpool3d_special", input=ties, **attrs)
+    b.raw("AvgPool3D", "avgpool3d_special", input=ties, **attrs)
+    b.raw("MaxPool3DGrad", "maxpool3d_grad_ties", orig_input=ties, orig_output=pooled,
+          grad=b.placeholder("ties_dy", np.array([1.0, 2.0, 3.0, 4.0], np.float32).reshape(1, 1, 1, 4, 1)), **attrs)
+    b.raw("MaxPool3D", "maxpool3d_empty", input=b.placeholder("empty", np.zeros((0, 2, 2, 2, 3), np.float32)),
+          ksize=_ndhwc(2, 2, 2), strides=_ndhwc(1, 1, 1), padding="VALID")
+
+    image = b.placeholder("conv_input", b.normal(2, 4, 5, 4, 3))
+    kernel = b.placeholder("conv_filter", b.normal(2, 3, 2, 3, 4, scale=0.3))
+    convs = [("same", [1, 2, 1], "SAME", [1, 1, 1]), ("valid", [2, 1, 2], "VALID", [1, 1, 1])]
+    b.skip("Conv3D", "TensorFlow's CPU Conv3D and its backprops support no dilation")
+    for name, strides, padding, dilations in convs:
+        attrs = dict(strides=_ndhwc(*strides), padding=padding, dilations=_ndhwc(*dilations))
+        out = b.raw("Conv3D", f"conv3d_{name}", input=image, filter=kernel, **attrs)
+        dy = b.placeholder(f"conv3d_{name}_dy", b.normal(*out.shape.as_list()))
+        b.raw("Conv3DBackpropInputV2", f"conv3d_backprop_input_{name}", input_sizes=tf.shape(image), filter=kernel,
+              out_backprop=dy, **attrs)
+        b.raw("Conv3DBackpropFilterV2", f"conv3d_backprop_filter_{name}", input=image,
+              filter_sizes=tf.shape(kernel), out_backprop=dy, **attrs)
+        if name == "same":
+            b.skip("Conv3DBackpropInputV2", "float16: TensorFlow's CPU kernel accumulates in float16 (ours in "
+                   "float32), results differ by float16 rounding")
+            for suffix, dtype in (("f64", tf.float64),):
+                result = tf.raw_ops.Conv3DBackpropInputV2(
+                    input_sizes=tf.constant([2, 4, 5, 4, 3], tf.int64), filter=tf.cast(kernel, dtype),
+                    out_backprop=tf.cast(dy, dtype), name=f"conv3d_backprop_input_{suffix}", **attrs)
+                b.fetch(tf.cast(result, tf.float32), f"conv3d_backprop_input_{suffix}_as_f32")
+
+    gx = b.placeholder("grad_x", b.normal(1, 3, 4, 4, 2))
+    gw = b.placeholder("grad_w", b.normal(2, 2, 2, 2, 3, scale=0.5))
+    conv = tf.nn.conv3d(gx, gw, strides=_ndhwc(1, 2, 1), padding="SAME")
+    pooled = tf.nn.max_pool3d(conv, ksize=_ndhwc(1, 2, 2), strides=_ndhwc(1, 1, 2), padding="SAME")
+    averaged = tf.nn.avg_pool3d(conv, ksize=_ndhwc(2, 1, 2), strides=_ndhwc(1, 1, 1), padding="VALID")
+    loss = tf.add(tf.reduce_sum(pooled * pooled), tf.reduce_sum(averaged * 0.5), name="loss")
+    b.differentiate(loss, [gx, gw])

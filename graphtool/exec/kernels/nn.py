@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import nn_activation, nn_conv, nn_fused, nn_image, nn_norm, nn_pool, nn_quant, nn_space  # noqa: F401  (registration)
+from . import nn_activation, nn_conv, nn_fused, nn_image, nn_norm, nn_pool, nn_quant, nn_space, nn_volume  # noqa: F401  (registration)
 from .nn_common import compute_dtype, host_ints, shape_text, upcast
 from .registry import kernel
 
