@@ -85,3 +85,15 @@ def _avg_pool3d_grad(ctx, grads):
 @gradient("AvgPool3DGrad")
 def _avg_pool3d_grad_grad(ctx, grads):
     return [None, emit(ctx, "AvgPool3D", grads[0], **_attrs(ctx, *_POOL3D))]
+
+
+# QuantizeAndDequantize V2/V3 pass the gradient straight through; V4 only inside [min, max].
+@gradient("QuantizeAndDequantizeV2", "QuantizeAndDequantizeV3")
+def _quantize_and_dequantize_grad(ctx, grads):
+    return [grads[0], None, None] + ([None] if ctx.node.op == "QuantizeAndDequantizeV3" else [])
+
+
+@gradient("QuantizeAndDequantizeV4")
+def _quantize_and_dequantize_v4_grad(ctx, grads):
+    return list(emit(ctx, "QuantizeAndDequantizeV4Grad", grads[0], ctx.input(0), ctx.input(1), ctx.input(2),
+                     axis=ctx.attr("axis")))

@@ -29,7 +29,7 @@ NO_GRADIENT: dict[str, str] = {
     "LRNGrad": "second derivative of LRN: TensorFlow has none either",
     **{op: "gradient kernel of fake quantization: TensorFlow defines no gradient for it"
        for op in ("FakeQuantWithMinMaxArgsGradient", "FakeQuantWithMinMaxVarsGradient",
-                  "FakeQuantWithMinMaxVarsPerChannelGradient")},
+                  "FakeQuantWithMinMaxVarsPerChannelGradient", "QuantizeAndDequantizeV4Grad")},
     "_FusedMatMul": _FUSED, "_FusedConv2D": _FUSED,
     "Bitcast": "reinterprets bits: not a differentiable function of its input",
     "Unique": "TensorFlow defines no gradient for the Unique family",

@@ -72,3 +72,53 @@ register("FakeQuantWithMinMaxVarsPerChannelGradient",
          inputs=["gradients: float32", "inputs: float32", "min: float32", "max: float32"],
          outputs=["backprops_wrt_input: float32", "backprop_wrt_min: float32", "backprop_wrt_max: float32"],
          attrs=_BITS, shape=_per_channel_gradient_shapes)
+
+
+# --- QuantizeAndDequantize (V2, V3, V4): a float tensor rounded to num_bits levels ---------
+
+def _qdq_shape(ctx: InferenceContext, range_inputs=(1, 2)) -> Shape:
+    """The input's shape; min and max are scalars, or vectors of the `axis` dim's size."""
+    data = ctx.shape(0)
+    axis = ctx.attr("axis", -1)
+    if axis < -1:
+        ctx.fail(f"axis should be at least -1, got {axis}")
+    if axis == -1:
+        for i in range_inputs:
+            ctx.with_rank(i, 0)
+        return data
+    if data.known_rank and axis >= data.rank:
+        ctx.fail(f"axis {axis} is out of range for a rank-{data.rank} input")
+    depth = data[axis] if data.known_rank else None
+    for i in range_inputs:
+        depth = merge_dim(ctx, depth, ctx.with_rank(i, 1)[0])
+    return data if not data.known_rank else Shape([depth if i == axis else d for i, d in enumerate(data.dims)])
+
+
+def _qdq_v4_grad_shapes(ctx: InferenceContext) -> list[Shape]:
+    data = merge_all(ctx, [0, 1])
+    axis = ctx.attr("axis", -1)
+    if axis == -1:
+        ranges = [ctx.with_rank(2, 0), ctx.with_rank(3, 0)]
+    else:
+        ranges = [ctx.with_rank(2, 1), ctx.with_rank(3, 1)]
+    return [data, *ranges]
+
+
+_QDQ_TYPES = "T: {bfloat16, float16, float32, float64}"
+_QDQ_COMMON = ["signed_input: bool = true", "range_given: bool = false"]
+_ROUND_MODE = "round_mode: {'HALF_TO_EVEN', 'HALF_UP'} = 'HALF_TO_EVEN'"
+_QDQ_ATTRS = [*_QDQ_COMMON[:1], "num_bits: int = 8", *_QDQ_COMMON[1:], _QDQ_TYPES, _ROUND_MODE,
+              "narrow_range: bool = false", "axis: int = -1"]
+
+register("QuantizeAndDequantizeV2", inputs=["input: T", "input_min: T", "input_max: T"], outputs=["output: T"],
+         attrs=_QDQ_ATTRS, shape=_qdq_shape)
+register("QuantizeAndDequantizeV4", inputs=["input: T", "input_min: T", "input_max: T"], outputs=["output: T"],
+         attrs=_QDQ_ATTRS, shape=_qdq_shape)
+register("QuantizeAndDequantizeV3", inputs=["input: T", "input_min: T", "input_max: T", "num_bits: int32"],
+         outputs=["output: T"],
+         attrs=[_QDQ_COMMON[0], "range_given: bool = true", _QDQ_TYPES, "narrow_range: bool = false",
+                "axis: int = -1"],
+         shape=lambda ctx: (ctx.with_rank(3, 0), _qdq_shape(ctx))[1])
+register("QuantizeAndDequantizeV4Grad", inputs=["gradients: T", "input: T", "input_min: T", "input_max: T"],
+         outputs=["input_backprop: T", "input_min_backprop: T", "input_max_backprop: T"],
+         attrs=[_QDQ_TYPES, "axis: int = -1"], shape=_qdq_v4_grad_shapes)

@@ -71,4 +71,21 @@ VOLUME = {
                                     attrs=_conv3d([1, 2, 1], "SAME"))],
 }
 
-CASES: dict[str, list[Case]] = {**SPACE, **FAKE_QUANT, **VOLUME}
+# QuantizeAndDequantize with 52 bits: steps of float64's precision, far below the finite-difference
+# step, so the staircase is the identity (clamped for V4 with a given range); min and max are
+# constants (TensorFlow gives them no or zero gradients). V2 and V3 pass the gradient straight
+# through even where a given range clamps, and V4 masks with [input_min, input_max] even when
+# the range comes from the data: those cases use a range holding every value.
+BITS = {"num_bits": 52}
+QDQ_X = Value([[-1.7, -0.6, 0.25, 0.9], [1.3, -0.05, 0.55, -1.2]])
+QDQ_RANGE = [np.float64(-1.0), np.float64(1.0)]
+WIDE_RANGE = [np.float64(-2.0), np.float64(2.0)]
+QUANTIZE_DEQUANTIZE = {
+    "QuantizeAndDequantizeV2": [Case([QDQ_X, *QDQ_RANGE], attrs=BITS),
+                                Case([QDQ_X, *WIDE_RANGE], attrs={**BITS, "range_given": True}, label="given range")],
+    "QuantizeAndDequantizeV3": [Case([QDQ_X, *WIDE_RANGE, i32(52)])],
+    "QuantizeAndDequantizeV4": [Case([QDQ_X, *QDQ_RANGE], attrs={**BITS, "range_given": True}),
+                                Case([QDQ_X, *WIDE_RANGE], attrs={**BITS, "round_mode": "HALF_UP"}, label="data range")],
+}
+
+CASES: dict[str, list[Case]] = {**SPACE, **FAKE_QUANT, **VOLUME, **QUANTIZE_DEQUANTIZE}

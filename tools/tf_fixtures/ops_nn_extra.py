@@ -205,3 +205,47 @@ def op_nn_volume(b):
     averaged = tf.nn.avg_pool3d(conv, ksize=_ndhwc(2, 1, 2), strides=_ndhwc(1, 1, 1), padding="VALID")
     loss = tf.add(tf.reduce_sum(pooled * pooled), tf.reduce_sum(averaged * 0.5), name="loss")
     b.differentiate(loss, [gx, gw])
+
+
+@case("op_nn_quantize_dequantize", "nn",
+      "QuantizeAndDequantizeV2/V3/V4 and V4Grad: signed and unsigned, num_bits 2/4/8, given and "
+      "data ranges (the scale from whichever side is tighter), narrow_range, HALF_UP and HALF_TO_EVEN "
+      "on exact halves, per-axis data ranges (axis 0 and 1), float64; tf.gradients through V2 and V4.",
+      rtol=1e-6, atol=1e-6)
+def op_nn_quantize_dequantize(b):
+    x = b.placeholder("x", np.concatenate([np.linspace(-3.0, 3.0, 25), [0.0, 1.25, -1.25, 10.0]]).astype(np.float32))
+    lo, hi = b.placeholder("lo", np.float32(-1.0)), b.placeholder("hi", np.float32(2.5))
+    configs = [("signed", dict(signed_input=True, num_bits=8)), ("unsigned", dict(signed_input=False, num_bits=4)),
+               ("narrow", dict(signed_input=True, num_bits=4, narrow_range=True)),
+               ("two_bits", dict(signed_input=True, num_bits=2))]
+    for name, attrs in configs:
+        for given in (False, True):
+            label = f"{name}_{'given' if given else 'data'}"
+            for mode in ("HALF_TO_EVEN", "HALF_UP"):
+                b.raw("QuantizeAndDequantizeV4", f"qdq_v4_{label}_{mode.lower()}", input=x, input_min=lo,
+                      input_max=hi, range_given=given, round_mode=mode, **attrs)
+            b.raw("QuantizeAndDequantizeV2", f"qdq_v2_{label}", input=x, input_min=lo, input_max=hi, range_given=given,
+                  **attrs)
+            v3_attrs = {k: v for k, v in attrs.items() if k != "num_bits"}
+            b.raw("QuantizeAndDequantizeV3", f"qdq_v3_{label}", input=x, input_min=lo, input_max=hi,
+                  num_bits=attrs["num_bits"], range_given=given, **v3_attrs)
+    b.raw("QuantizeAndDequantizeV4", "qdq_v4_f64", input=tf.cast(x, tf.float64), input_min=tf.cast(lo, tf.float64),
+          input_max=tf.cast(hi, tf.float64), range_given=True, num_bits=5)
+    b.skip("QuantizeAndDequantizeV4", "float16/bfloat16 left out: TensorFlow rounds each step in half precision")
+    b.skip("QuantizeAndDequantizeV4", "per-axis with range_given: TensorFlow 2.21's CPU kernel rejects every "
+           "min/max shape")
+    matrix = b.placeholder("matrix", b.normal(4, 3, scale=2.0))
+    for axis, size in ((0, 4), (1, 3)):
+        lows = b.placeholder(f"axis{axis}_min", -np.linspace(0.5, 2.0, size).astype(np.float32))
+        highs = b.placeholder(f"axis{axis}_max", np.linspace(1.0, 3.0, size).astype(np.float32))
+        b.raw("QuantizeAndDequantizeV4", f"qdq_v4_axis{axis}", input=matrix, input_min=lows, input_max=highs,
+              num_bits=3, axis=axis)
+        b.raw("QuantizeAndDequantizeV4Grad", f"qdq_v4_grad_axis{axis}", gradients=b.placeholder(
+            f"axis{axis}_dy", b.normal(4, 3)), input=matrix, input_min=lows, input_max=highs, axis=axis)
+    b.raw("QuantizeAndDequantizeV4Grad", "qdq_v4_grad", gradients=b.placeholder("dy", b.normal(29)), input=x,
+          input_min=lo, input_max=hi)
+
+    gx = b.placeholder("grad_x", b.normal(3, 4, scale=2.0))
+    v4 = tf.quantization.quantize_and_dequantize_v2(gx, -1.5, 1.0, range_given=True, num_bits=6)
+    v2 = tf.raw_ops.QuantizeAndDequantizeV2(input=gx, input_min=-1.0, input_max=1.0, num_bits=3)
+    b.differentiate(tf.reduce_sum(v4 * gx + v2 * v2, name="loss"), [gx])

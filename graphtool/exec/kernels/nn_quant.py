@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .nn_common import shape_text
+from .nn_common import finfo, host_ints, shape_text
 from .registry import kernel
 
 F32 = np.float32
@@ -135,3 +135,103 @@ def fake_quant_vars_gradient(ctx, dy, x, low, high, *, num_bits, narrow_range):
 def fake_quant_per_channel_gradient(ctx, dy, x, low, high, *, num_bits, narrow_range):
     _check_channels(ctx, x, low, high)
     return _vars_gradient(ctx, dy, x, low, high, num_bits, narrow_range, channel_sums=True)
+
+
+# --- QuantizeAndDequantize (V2, V3, V4) ------------------------------------------------------
+# TensorFlow's quantize_and_dequantize_op.h, in the input's own type: the range is the given
+# [input_min, input_max] (range_given) or the data's own; of the two scales that map min and max
+# onto the integer range, the smaller is kept and the other end of the range follows from it, so
+# 0 stays exact. Values are (clamped, when the range was given), scaled, rounded (half to even, or
+# half up as floor(x + 0.5)) and scaled back. A non-negative `axis` does this per slice along it.
+
+def _range_arrays(ctx, x, low, high, axis: int, range_given: bool):
+    """(min, max) per channel, shaped to broadcast against x."""
+    xp = ctx.xp
+    if axis == -1:
+        if low.ndim or high.ndim:
+            ctx.fail(f"input_min and input_max must be scalars: {shape_text(low.shape)}, {shape_text(high.shape)}")
+        reduce_axes, shape = None, ()
+    else:
+        if axis >= x.ndim:
+            ctx.fail(f"axis {axis} is out of range for an input of rank {x.ndim}")
+        depth = x.shape[axis]
+        if range_given:
+            # TensorFlow 2.21's CPU kernel wants scalar ranges here, then rank-1 ones: per-axis
+            # given ranges always fail there, and so they do here.
+            ctx.fail("input_min must be a scalar." if low.ndim else
+                     "Shape must be rank 1 for input_min_tensor when the axis is specified")
+        reduce_axes = tuple(i for i in range(x.ndim) if i != axis)
+        shape = tuple(depth if i == axis else 1 for i in range(x.ndim))
+    if range_given:
+        if bool(xp.any(low > high)):
+            ctx.fail(f"Invalid range: input_min {low} > input_max {high}")
+        return low.reshape(shape), high.reshape(shape)
+    if x.size == 0:
+        return xp.zeros(shape, x.dtype), xp.zeros(shape, x.dtype)
+    return x.min(axis=reduce_axes).reshape(shape), x.max(axis=reduce_axes).reshape(shape)
+
+
+def quantize_and_dequantize(ctx, x, low, high, *, signed_input, num_bits, range_given, round_mode, narrow_range,
+                            axis):
+    xp = ctx.xp
+    if not 0 < num_bits < (62 if signed_input else 63):
+        ctx.fail(f"num_bits is out of range: {num_bits} with signed_input {str(signed_input).lower()}")
+    if axis < -1:
+        ctx.fail(f"Axis must be at least -1. Found {axis}")
+    t = x.dtype.type
+    if signed_input:
+        q_min = -(1 << (num_bits - 1)) + (1 if narrow_range else 0)
+        q_max = (1 << (num_bits - 1)) - 1
+    else:
+        q_min, q_max = 0, (1 << num_bits) - 1
+    q_min, q_max = t(q_min), t(q_max)
+    min_range, max_range = _range_arrays(ctx, x, low, high, axis, range_given)
+    largest = t(finfo(x.dtype).max)
+    with np.errstate(all="ignore"):
+        from_min = xp.where(q_min * min_range > 0, q_min / min_range, largest)
+        from_max = xp.where(q_max * max_range > 0, q_max / max_range, largest)
+        by_min = from_min < from_max
+        scale = xp.where(by_min, from_min, from_max)
+        inverse = xp.where(by_min, min_range / q_min, max_range / q_max)
+        if range_given:
+            clamp_max = xp.where(by_min, q_max * inverse, max_range)
+            clamp_min = xp.where(by_min, min_range, q_min * inverse)
+            x = xp.maximum(xp.minimum(x, clamp_max), clamp_min)
+        scaled = x * scale
+        rounded = xp.round(scaled) if round_mode == "HALF_TO_EVEN" else xp.floor(scaled + t(0.5))
+        return (rounded * inverse).astype(x.dtype)
+
+
+@kernel("QuantizeAndDequantizeV2", "QuantizeAndDequantizeV4")
+def quantize_and_dequantize_v2(ctx, x, low, high, *, signed_input, num_bits, range_given, round_mode,
+                               narrow_range, axis):
+    return quantize_and_dequantize(ctx, x, low, high, signed_input=signed_input, num_bits=num_bits,
+                                   range_given=range_given, round_mode=round_mode, narrow_range=narrow_range,
+                                   axis=axis)
+
+
+@kernel("QuantizeAndDequantizeV3")
+def quantize_and_dequantize_v3(ctx, x, low, high, num_bits, *, signed_input, range_given, narrow_range, axis):
+    return quantize_and_dequantize(ctx, x, low, high, signed_input=signed_input, num_bits=host_ints(num_bits)[0],
+                                   range_given=range_given, round_mode="HALF_TO_EVEN", narrow_range=narrow_range,
+                                   axis=axis)
+
+
+@kernel("QuantizeAndDequantizeV4Grad")
+def quantize_and_dequantize_v4_grad(ctx, dy, x, low, high, *, axis):
+    """The straight-through gradient inside [input_min, input_max] (the inputs as given); min and
+    max get zeros."""
+    xp = ctx.xp
+    if dy.shape != x.shape:
+        ctx.fail(f"gradients and input must have the same shape: {shape_text(dy.shape)} vs {shape_text(x.shape)}")
+    if axis == -1:
+        lo, hi = low, high
+    else:
+        if axis >= x.ndim:
+            ctx.fail(f"axis {axis} is out of range for an input of rank {x.ndim}")
+        shape = tuple(x.shape[axis] if i == axis else 1 for i in range(x.ndim))
+        if low.size != x.shape[axis] or high.size != x.shape[axis]:
+            ctx.fail(f"input_min and input_max must have {x.shape[axis]} elements")
+        lo, hi = low.reshape(shape), high.reshape(shape)
+    inside = (x >= lo) & (x <= hi)
+    return xp.where(inside, dy, dy.dtype.type(0)), xp.zeros_like(low), xp.zeros_like(high)
