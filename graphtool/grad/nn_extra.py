@@ -3,8 +3,8 @@ nn_grad.py): the space/depth/batch rearrangements, whose gradients are their inv
 inputs such as block_shape, paddings and crops get none), and fake quantization."""
 from __future__ import annotations
 
-from .op_utils import emit, input_shape_tensor
-from .registry import gradient
+from .op_utils import emit, input_shape_tensor, int_const, mul
+from .registry import gradient, not_differentiable
 
 
 @gradient("SpaceToDepth", "DepthToSpace")
@@ -97,3 +97,15 @@ def _quantize_and_dequantize_grad(ctx, grads):
 def _quantize_and_dequantize_v4_grad(ctx, grads):
     return list(emit(ctx, "QuantizeAndDequantizeV4Grad", grads[0], ctx.input(0), ctx.input(1), ctx.input(2),
                      axis=ctx.attr("axis")))
+
+
+# --- CTC (TensorFlow's ctc_ops.py) ----------------------------------------------------------
+not_differentiable("CTCGreedyDecoder", "CTCBeamSearchDecoder")
+
+
+@gradient("CTCLoss")
+def _ctc_loss_grad(ctx, grads):
+    """The loss gradient the op computed, scaled per batch entry by the incoming gradient (the
+    gradient output's own gradient is ignored, as in TensorFlow)."""
+    scale = emit(ctx, "ExpandDims", grads[0], int_const(ctx.b, -1))
+    return [mul(ctx, scale, ctx.output(1)), None, None, None]

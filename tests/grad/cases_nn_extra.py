@@ -88,4 +88,12 @@ QUANTIZE_DEQUANTIZE = {
                                 Case([QDQ_X, *WIDE_RANGE], attrs={**BITS, "round_mode": "HALF_UP"}, label="data range")],
 }
 
-CASES: dict[str, list[Case]] = {**SPACE, **FAKE_QUANT, **VOLUME, **QUANTIZE_DEQUANTIZE}
+# CTCLoss: the loss output only (TensorFlow ignores the gradient output's own gradient).
+CTC_LABELS = [np.array([[0, 0], [0, 1], [0, 2], [1, 0]], np.int64), np.array([1, 1, 0, 2], np.int32)]
+CTC = {
+    "CTCLoss": [Case([Rand((5, 2, 4)), *CTC_LABELS, i32([5, 3])], outputs=(0,)),
+                Case([Rand((5, 2, 4)), *CTC_LABELS, i32([4, 5])], outputs=(0,),
+                     attrs={"ctc_merge_repeated": False, "preprocess_collapse_repeated": True}, label="collapsed")],
+}
+
+CASES: dict[str, list[Case]] = {**SPACE, **FAKE_QUANT, **VOLUME, **QUANTIZE_DEQUANTIZE, **CTC}

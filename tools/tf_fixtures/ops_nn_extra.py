@@ -249,3 +249,51 @@ def op_nn_quantize_dequantize(b):
     v4 = tf.quantization.quantize_and_dequantize_v2(gx, -1.5, 1.0, range_given=True, num_bits=6)
     v2 = tf.raw_ops.QuantizeAndDequantizeV2(input=gx, input_min=-1.0, input_max=1.0, num_bits=3)
     b.differentiate(tf.reduce_sum(v4 * gx + v2 * v2, name="loss"), [gx])
+
+
+def _sparse_labels(b, name, sequences):
+    """Placeholders holding a batch of label sequences as CTCLoss's (indices, values)."""
+    indices = np.array([(i, j) for i, seq in enumerate(sequences) for j in range(len(seq))], np.int64).reshape(-1, 2)
+    values = np.array([v for seq in sequences for v in seq], np.int32)
+    return b.placeholder(f"{name}_indices", indices), b.placeholder(f"{name}_values", values)
+
+
+@case("op_nn_ctc", "nn",
+      "CTCLoss (loss and gradient) with repeated labels, preprocess_collapse_repeated, "
+      "ctc_merge_repeated off, a sequence too short for its labels (ignore_longer_outputs_than_inputs), "
+      "sequences shorter than max_time, float64; CTCGreedyDecoder with merge_repeated on/off, "
+      "blank_index 0 and -1, a zero-length sequence; tf.gradients of the loss.", rtol=1e-4, atol=1e-5)
+def op_nn_ctc(b):
+    logits = b.placeholder("logits", b.normal(7, 4, 5, scale=2.0))
+    lengths = b.placeholder("lengths", np.array([7, 5, 6, 2], np.int32))
+    indices, values = _sparse_labels(b, "labels", [[0, 1, 1, 2], [3, 3], [2, 0, 2], [1, 2, 3]])
+    for collapse in (False, True):
+        for merge in (False, True):
+            b.raw("CTCLoss", f"ctc_loss_collapse{int(collapse)}_merge{int(merge)}", inputs=logits,
+                  labels_indices=indices, labels_values=values, sequence_length=lengths,
+                  preprocess_collapse_repeated=collapse, ctc_merge_repeated=merge,
+                  ignore_longer_outputs_than_inputs=True)
+    b.raw("CTCLoss", "ctc_loss_f64", inputs=tf.cast(logits, tf.float64), labels_indices=indices,
+          labels_values=values, sequence_length=lengths, ignore_longer_outputs_than_inputs=True)
+    fit_indices, fit_values = _sparse_labels(b, "fit", [[0, 1, 1, 2], [3, 3], [2, 0, 2], [1]])
+    b.raw("CTCLoss", "ctc_loss_fitting", inputs=logits, labels_indices=fit_indices, labels_values=fit_values,
+          sequence_length=lengths)
+
+    # Peaked logits so the greedy path has repeats and blanks.
+    peaked = np.full((6, 3, 4), -1.0, np.float32)
+    for t, row in enumerate([[0, 3, 1], [0, 3, 1], [3, 0, 1], [1, 0, 3], [1, 2, 2], [0, 2, 3]]):
+        for batch, cls in enumerate(row):
+            peaked[t, batch, cls] = 2.0 + 0.1 * t
+    greedy_in = b.placeholder("greedy_logits", peaked)
+    greedy_len = b.placeholder("greedy_lengths", np.array([6, 4, 0], np.int32))
+    for merge in (False, True):
+        for blank in (-1, 0):
+            b.raw("CTCGreedyDecoder", f"ctc_greedy_merge{int(merge)}_blank{'last' if blank < 0 else blank}",
+                  inputs=greedy_in, sequence_length=greedy_len, merge_repeated=merge, blank_index=blank)
+    b.raw("CTCGreedyDecoder", "ctc_greedy_random", inputs=logits, sequence_length=lengths, merge_repeated=True)
+
+    gx = b.placeholder("grad_logits", b.normal(6, 2, 4))
+    g_indices, g_values = _sparse_labels(b, "grad_labels", [[0, 1, 1], [2]])
+    loss = tf.raw_ops.CTCLoss(inputs=gx, labels_indices=g_indices, labels_values=g_values,
+                              sequence_length=tf.constant([6, 4]))[0]
+    b.differentiate(tf.reduce_sum(loss * tf.constant([1.0, 0.5]), name="loss"), [gx])
