@@ -297,3 +297,23 @@ def op_nn_ctc(b):
     loss = tf.raw_ops.CTCLoss(inputs=gx, labels_indices=g_indices, labels_values=g_values,
                               sequence_length=tf.constant([6, 4]))[0]
     b.differentiate(tf.reduce_sum(loss * tf.constant([1.0, 0.5]), name="loss"), [gx])
+
+
+@case("op_nn_ctc_beam_search", "nn",
+      "CTCBeamSearchDecoder: beam widths 1, 3 and 8, top_paths 1-3, merge_repeated on and off (TensorFlow "
+      "merges repeats in the output paths), sequences of different lengths, float64; logits drawn so "
+      "that no two beams tie.", rtol=1e-4, atol=1e-5)
+def op_nn_ctc_beam_search(b):
+    logits = b.placeholder("logits", b.normal(8, 3, 4, scale=1.5))
+    lengths = b.placeholder("lengths", np.array([8, 5, 3], np.int32))
+    for width, paths in ((1, 1), (3, 2), (8, 3)):
+        for merge in (True, False):
+            b.raw("CTCBeamSearchDecoder", f"beam_w{width}_p{paths}_merge{int(merge)}", inputs=logits,
+                  sequence_length=lengths, beam_width=width, top_paths=paths, merge_repeated=merge)
+    repeats = np.full((6, 1, 3), -2.0, np.float32)
+    for t, cls in enumerate([0, 0, 2, 0, 1, 1]):
+        repeats[t, 0, cls] = 1.0 + 0.05 * t
+    b.raw("CTCBeamSearchDecoder", "beam_repeats", inputs=b.placeholder("repeat_logits", repeats),
+          sequence_length=b.placeholder("repeat_lengths", np.array([6], np.int32)), beam_width=4, top_paths=2)
+    b.raw("CTCBeamSearchDecoder", "beam_f64", inputs=tf.cast(logits, tf.float64), sequence_length=lengths,
+          beam_width=4, top_paths=2)

@@ -177,3 +177,130 @@ def ctc_loss(ctx, logits, labels_indices, labels_values, lengths, *, preprocess_
                 occupancy[:, label_u] = np.logaddexp(occupancy[:, label_u], alpha[:, u] + beta[:, u])
             gradient[:steps, b] = y - np.exp(occupancy - log_p)
     return loss.astype(logits.dtype), gradient.astype(logits.dtype)
+
+
+# --- CTCBeamSearchDecoder -------------------------------------------------------------------
+# TensorFlow's CTCBeamSearchDecoder (ctc_beam_search.h) with its default scorer, step for step:
+# per time step the log softmax of the logits scores the beam; each beam entry
+# keeps log probabilities (total, blank, label) of its prefix, first updated for the entries in
+# the beam, then children grown from them in decreasing order of their previous probability. A
+# child joins the beam when it beats the beam's bottom, which is then reset and forgotten
+# (Active: total above -inf). Decoded paths are the top entries' prefixes, with repeated labels
+# merged when merge_repeated is set (TensorFlow merges them in its output, not in the search).
+
+class _Entry:
+    __slots__ = ("parent", "label", "children", "old", "new")
+
+    def __init__(self, parent, label: int):
+        self.parent, self.label, self.children = parent, label, {}
+        self.old = [-np.inf, -np.inf, -np.inf]     # total, blank, label
+        self.new = [-np.inf, -np.inf, -np.inf]
+
+    def active(self) -> bool:
+        return self.new[0] != -np.inf
+
+    def labels(self, merge_repeated: bool) -> list[int]:
+        out, previous, entry = [], -1, self
+        while entry.parent is not None:
+            if not merge_repeated or entry.label != previous:
+                out.append(entry.label)
+            previous, entry = entry.label, entry.parent
+        return out[::-1]
+
+
+def _log_sum(a: float, b: float) -> float:
+    if a == -np.inf:
+        return b
+    if b == -np.inf:
+        return a
+    return max(a, b) + float(np.log1p(np.exp(-abs(a - b))))
+
+
+class _Beam:
+    """TensorFlow's bounded top-N of entries by new total (ties keep insertion order)."""
+
+    def __init__(self, width: int):
+        self.width, self.entries = width, []
+
+    def bottom(self) -> _Entry:
+        return min(self.entries, key=lambda e: e.new[0])
+
+    def push(self, entry: _Entry) -> None:
+        if len(self.entries) < self.width:
+            self.entries.append(entry)
+            return
+        bottom = self.bottom()
+        if entry.new[0] > bottom.new[0]:
+            self.entries[self.entries.index(bottom)] = entry
+
+    def extract(self) -> list[_Entry]:
+        ranked = sorted(self.entries, key=lambda e: -e.new[0])
+        self.entries = []
+        return ranked
+
+
+def _beam_search(logits, width: int, blank: int):
+    root = _Entry(None, -1)
+    root.new = [0.0, 0.0, -np.inf]
+    beam = _Beam(width)
+    beam.push(root)
+    for row in _log_softmax(logits.astype(np.float64)):
+        branches = beam.extract()
+        for entry in branches:
+            entry.old = list(entry.new)
+        for entry in branches:
+            if entry.parent is not None:
+                if entry.parent.active():
+                    parent_old = entry.parent.old
+                    previous = parent_old[1] if entry.label == entry.parent.label else parent_old[0]
+                    entry.new[2] = _log_sum(entry.new[2], previous)
+                entry.new[2] += row[entry.label]
+            entry.new[1] = entry.old[0] + row[blank]
+            entry.new[0] = _log_sum(entry.new[1], entry.new[2])
+            beam.push(entry)
+
+        def candidate(total: float) -> bool:
+            return total > -np.inf and (len(beam.entries) < width or total > beam.bottom().new[0])
+        for entry in branches:
+            if not candidate(entry.old[0]):
+                continue
+            for label in range(row.size - 1):
+                child = entry.children.get(label)
+                if child is None:
+                    child = entry.children[label] = _Entry(entry, label)
+                if child.active():
+                    continue
+                previous = entry.old[1] if label == entry.label else entry.old[0]
+                score = row[label] + previous
+                child.new = [score, -np.inf, score]
+                if candidate(score):
+                    if len(beam.entries) == width:
+                        beam.bottom().new = [-np.inf, -np.inf, -np.inf]
+                    beam.push(child)
+                else:
+                    child.old = [-np.inf, -np.inf, -np.inf]
+                    child.new = [-np.inf, -np.inf, -np.inf]
+    return beam.extract()
+
+
+@host_kernel("CTCBeamSearchDecoder", expensive=True)
+def ctc_beam_search_decoder(ctx, logits, lengths, *, beam_width, top_paths, merge_repeated):
+    lengths = _check_logits(ctx, logits, lengths)
+    if top_paths > beam_width:
+        ctx.fail("top_paths must be <= beam_width")
+    classes = logits.shape[2]
+    if classes == 0:
+        ctx.fail("num_classes must be positive")
+    paths: list[list[list[int]]] = [[] for _ in range(top_paths)]
+    log_probs = np.zeros((logits.shape[1], top_paths))
+    for b, length in enumerate(lengths):
+        ranked = _beam_search(logits[:length, b], beam_width, classes - 1)
+        if top_paths > len(ranked):
+            ctx.fail("Less leaves in the beam search than requested.")
+        for i, entry in enumerate(ranked[:top_paths]):
+            paths[i].append(entry.labels(merge_repeated))
+            log_probs[b, i] = entry.new[0]
+    triples = [sparse_triple(sequences) for sequences in paths]
+    # One flat tuple: every path's indices, then values, then shapes (the list outputs), then scores.
+    return (*[t[0] for t in triples], *[t[1] for t in triples], *[t[2] for t in triples],
+            log_probs.astype(logits.dtype))
