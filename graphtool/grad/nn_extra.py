@@ -109,3 +109,12 @@ def _ctc_loss_grad(ctx, grads):
     gradient output's own gradient is ignored, as in TensorFlow)."""
     scale = emit(ctx, "ExpandDims", grads[0], int_const(ctx.b, -1))
     return [mul(ctx, scale, ctx.output(1)), None, None, None]
+
+
+# --- Dilation2D: gradients to the maximum's input element and filter tap ---------------------
+@gradient("Dilation2D")
+def _dilation2d_grad(ctx, grads):
+    attrs = _attrs(ctx, "strides", "rates", "padding")
+    image, kernel = ctx.input(0), ctx.input(1)
+    return [emit(ctx, "Dilation2DBackpropInput", image, kernel, grads[0], **attrs),
+            emit(ctx, "Dilation2DBackpropFilter", image, kernel, grads[0], **attrs)]

@@ -23,6 +23,8 @@ NO_GRADIENT: dict[str, str] = {
     "Complex": _COMPLEX, "Real": _COMPLEX, "Imag": _COMPLEX, "Conj": _COMPLEX, "Angle": _COMPLEX,
     "ComplexAbs": _COMPLEX,
     "Digamma": _NO_POLYGAMMA,
+    **{op: "second derivative of Dilation2D: not implemented (TensorFlow has none either)"
+       for op in ("Dilation2DBackpropInput", "Dilation2DBackpropFilter")},
     "MaxPool3DGrad": "second derivative of MaxPool3D (TensorFlow's MaxPool3DGradGrad) is not implemented",
     "FusedBatchNormGrad": _SECOND_ORDER_BN, "FusedBatchNormGradV2": _SECOND_ORDER_BN,
     "FusedBatchNormGradV3": _SECOND_ORDER_BN,

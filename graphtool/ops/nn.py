@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..shapes import Shape, ShapeError
 from .inference import InferenceContext, broadcast_binary, merge_all, scalar, unchanged
-from . import nn_ctc, nn_quant, nn_space, nn_volume  # noqa: F401  (registration)
+from . import nn_ctc, nn_dilation, nn_quant, nn_space, nn_volume  # noqa: F401  (registration)
 from .nn_conv import DATA_FORMAT, FLOAT_TYPES, REAL_TYPES, data_layout, merge_dim
 from .registry import register
 

@@ -96,4 +96,12 @@ CTC = {
                      attrs={"ctc_merge_repeated": False, "preprocess_collapse_repeated": True}, label="collapsed")],
 }
 
-CASES: dict[str, list[Case]] = {**SPACE, **FAKE_QUANT, **VOLUME, **QUANTIZE_DEQUANTIZE, **CTC}
+
+DILATION = {
+    "Dilation2D": [Case([Rand((1, 4, 5, 2), distinct=True), Rand((2, 2, 2), distinct=True)],
+                        attrs={"strides": [1, 1, 2, 1], "rates": [1, 1, 1, 1], "padding": "SAME"}),
+                   Case([Rand((2, 5, 5, 1), distinct=True), Rand((2, 2, 1), distinct=True)],
+                        attrs={"strides": [1, 1, 1, 1], "rates": [1, 2, 2, 1], "padding": "VALID"}, label="rates 2")],
+}
+
+CASES: dict[str, list[Case]] = {**SPACE, **FAKE_QUANT, **VOLUME, **QUANTIZE_DEQUANTIZE, **CTC, **DILATION}

@@ -317,3 +317,37 @@ def op_nn_ctc_beam_search(b):
           sequence_length=b.placeholder("repeat_lengths", np.array([6], np.int32)), beam_width=4, top_paths=2)
     b.raw("CTCBeamSearchDecoder", "beam_f64", inputs=tf.cast(logits, tf.float64), sequence_length=lengths,
           beam_width=4, top_paths=2)
+
+
+@case("op_nn_dilation", "nn",
+      "Dilation2D and its backprops: SAME and VALID, strides 2, rates 2, int32 and float64 too, ties between "
+      "window sums (the first maximum wins); tf.gradients through Dilation2D.", rtol=1e-5, atol=1e-6)
+def op_nn_dilation(b):
+    image = b.placeholder("image", b.normal(2, 6, 5, 3))
+    kernel = b.placeholder("filter", b.normal(3, 2, 3, scale=0.5))
+    configs = [("same", [1, 1, 1, 1], [1, 1, 1, 1], "SAME"), ("valid_stride2", [1, 2, 2, 1], [1, 1, 1, 1], "VALID"),
+               ("same_rate2", [1, 1, 2, 1], [1, 2, 2, 1], "SAME")]
+    for name, strides, rates, padding in configs:
+        attrs = dict(strides=strides, rates=rates, padding=padding)
+        out = b.raw("Dilation2D", f"dilation_{name}", input=image, filter=kernel, **attrs)
+        dy = b.placeholder(f"dilation_{name}_dy", b.normal(*out.shape.as_list()))
+        b.raw("Dilation2DBackpropInput", f"dilation_backprop_input_{name}", input=image, filter=kernel,
+              out_backprop=dy, **attrs)
+        b.raw("Dilation2DBackpropFilter", f"dilation_backprop_filter_{name}", input=image, filter=kernel,
+              out_backprop=dy, **attrs)
+    ties = b.placeholder("ties", np.array([[1, 1, 2], [2, 0, 2], [1, 2, 1]], np.float32).reshape(1, 3, 3, 1))
+    flat = b.placeholder("flat_filter", np.zeros((2, 2, 1), np.float32))
+    attrs = dict(strides=[1, 1, 1, 1], rates=[1, 1, 1, 1], padding="SAME")
+    b.raw("Dilation2D", "dilation_ties", input=ties, filter=flat, **attrs)
+    b.raw("Dilation2DBackpropInput", "dilation_backprop_input_ties", input=ties, filter=flat,
+          out_backprop=tf.ones([1, 3, 3, 1]), **attrs)
+    b.raw("Dilation2DBackpropFilter", "dilation_backprop_filter_ties", input=ties, filter=flat,
+          out_backprop=tf.ones([1, 3, 3, 1]), **attrs)
+    for suffix, dtype in (("i32", tf.int32), ("f64", tf.float64)):
+        b.raw("Dilation2D", f"dilation_{suffix}", input=tf.cast(image * 10, dtype), filter=tf.cast(kernel * 10, dtype),
+              strides=[1, 1, 1, 1], rates=[1, 1, 1, 1], padding="SAME")
+
+    gx = b.placeholder("grad_x", b.normal(1, 4, 4, 2))
+    gw = b.placeholder("grad_w", b.normal(2, 2, 2, scale=0.5))
+    out = tf.raw_ops.Dilation2D(input=gx, filter=gw, strides=[1, 1, 1, 1], rates=[1, 1, 1, 1], padding="SAME")
+    b.differentiate(tf.reduce_sum(out * out, name="loss"), [gx, gw])

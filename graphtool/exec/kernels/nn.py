@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import (nn_activation, nn_conv, nn_ctc, nn_fused, nn_image, nn_norm, nn_pool,  # noqa: F401  (registration)
-               nn_quant, nn_space, nn_volume)
+from . import (nn_activation, nn_conv, nn_ctc, nn_dilation, nn_fused,  # noqa: F401  (registration)
+               nn_image, nn_norm, nn_pool, nn_quant, nn_space, nn_volume)
 from .nn_common import compute_dtype, host_ints, shape_text, upcast
 from .registry import kernel
 
