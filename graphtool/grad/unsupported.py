@@ -25,6 +25,8 @@ NO_GRADIENT: dict[str, str] = {
     "Digamma": _NO_POLYGAMMA,
     **{op: "second derivative of Dilation2D: not implemented (TensorFlow has none either)"
        for op in ("Dilation2DBackpropInput", "Dilation2DBackpropFilter")},
+    "QuantizeV2": "its output is a quantized integer type, which carries no gradient",
+    "Dequantize": "its input is a quantized integer type, which carries no gradient",
     "MaxPool3DGrad": "second derivative of MaxPool3D (TensorFlow's MaxPool3DGradGrad) is not implemented",
     "FusedBatchNormGrad": _SECOND_ORDER_BN, "FusedBatchNormGradV2": _SECOND_ORDER_BN,
     "FusedBatchNormGradV3": _SECOND_ORDER_BN,

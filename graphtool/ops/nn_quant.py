@@ -122,3 +122,44 @@ register("QuantizeAndDequantizeV3", inputs=["input: T", "input_min: T", "input_m
 register("QuantizeAndDequantizeV4Grad", inputs=["gradients: T", "input: T", "input_min: T", "input_max: T"],
          outputs=["input_backprop: T", "input_min_backprop: T", "input_max_backprop: T"],
          attrs=[_QDQ_TYPES, "axis: int = -1"], shape=_qdq_v4_grad_shapes)
+
+
+# --- QuantizeV2 / Dequantize: float <-> quantized integer types ------------------------------
+
+def _quantize_range_shapes(ctx: InferenceContext, data: Shape) -> Shape:
+    """Scalar ranges, or vectors of the axis dim's size when `axis` is set."""
+    axis = ctx.attr("axis", -1)
+    if axis == -1:
+        ctx.with_rank(1, 0)
+        ctx.with_rank(2, 0)
+        return Shape.scalar()
+    if data.known_rank and not 0 <= axis < data.rank:
+        ctx.fail(f"axis {axis} is out of range for a rank-{data.rank} input")
+    depth = data[axis] if data.known_rank else None
+    for i in (1, 2):
+        depth = merge_dim(ctx, depth, ctx.with_rank(i, 1)[0])
+    return Shape([depth])
+
+
+def _quantize_v2_shapes(ctx: InferenceContext) -> list[Shape]:
+    ranges = _quantize_range_shapes(ctx, ctx.shape(0))
+    return [ctx.shape(0), ranges, ranges]
+
+
+def _dequantize_shape(ctx: InferenceContext) -> Shape:
+    _quantize_range_shapes(ctx, ctx.shape(0))
+    return ctx.shape(0)
+
+
+_QUANTIZED = "T: {qint8, quint8, qint32, qint16, quint16}"
+_MODE = "mode: {'MIN_COMBINED', 'MIN_FIRST', 'SCALED'} = 'MIN_COMBINED'"
+
+register("QuantizeV2", inputs=["input: float32", "min_range: float32", "max_range: float32"],
+         outputs=["output: T", "output_min: float32", "output_max: float32"],
+         attrs=[_QUANTIZED, _MODE, "round_mode: {'HALF_AWAY_FROM_ZERO', 'HALF_TO_EVEN'} = 'HALF_AWAY_FROM_ZERO'",
+                "narrow_range: bool = false", "axis: int = -1", "ensure_minimum_range: float = 0.01"],
+         shape=_quantize_v2_shapes)
+register("Dequantize", inputs=["input: T", "min_range: float32", "max_range: float32"], outputs=["output: dtype"],
+         attrs=[_QUANTIZED, _MODE, "narrow_range: bool = false", "axis: int = -1",
+                "dtype: {bfloat16, float32} = float32"],
+         shape=_dequantize_shape)

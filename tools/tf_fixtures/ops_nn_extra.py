@@ -351,3 +351,49 @@ def op_nn_dilation(b):
     gw = b.placeholder("grad_w", b.normal(2, 2, 2, scale=0.5))
     out = tf.raw_ops.Dilation2D(input=gx, filter=gw, strides=[1, 1, 1, 1], rates=[1, 1, 1, 1], padding="SAME")
     b.differentiate(tf.reduce_sum(out * out, name="loss"), [gx, gw])
+
+
+QUANTIZED = {"qint8": (tf.qint8, tf.int8), "quint8": (tf.quint8, tf.uint8), "qint16": (tf.qint16, tf.int16),
+             "quint16": (tf.quint16, tf.uint16)}
+
+
+@case("op_nn_quantize", "nn",
+      "QuantizeV2 and Dequantize in MIN_COMBINED, MIN_FIRST and SCALED modes for qint8/quint8/qint16/quint16, "
+      "ranges around 0, entirely positive, degenerate (min == max, widened by ensure_minimum_range), "
+      "narrow_range and HALF_TO_EVEN (SCALED), values beyond the range, per-axis ranges; quantized values "
+      "are fetched through a Bitcast to the matching integer type.", rtol=1e-6, atol=1e-6)
+def op_nn_quantize(b):
+    x = b.placeholder("x", np.array([-3.0, -1.0, -0.5, -0.25, 0.0, 0.3, 0.5, 1.0, 1.75, 2.5, 7.0], np.float32))
+    ranges = {"around0": (-1.0, 2.5), "positive": (0.5, 2.0), "degenerate": (1.0, 1.0)}
+    for range_name, (low, high) in ranges.items():
+        lo = b.placeholder(f"min_{range_name}", np.float32(low))
+        hi = b.placeholder(f"max_{range_name}", np.float32(high))
+        for type_name, (qtype, itype) in QUANTIZED.items():
+            for mode in ("MIN_COMBINED", "MIN_FIRST", "SCALED"):
+                name = f"{mode.lower()}_{type_name}_{range_name}"
+                q, q_min, q_max = tf.raw_ops.QuantizeV2(input=x, min_range=lo, max_range=hi, T=qtype, mode=mode,
+                                                         name=f"quantize_{name}")
+                b.fetch(tf.bitcast(q, itype), f"quantize_{name}_bits")
+                b.fetch(q_min)
+                b.fetch(q_max)
+                b.raw("Dequantize", f"dequantize_{name}", input=q, min_range=q_min, max_range=q_max, mode=mode)
+    lo, hi = b.placeholder("min_scaled", np.float32(-1.0)), b.placeholder("max_scaled", np.float32(2.5))
+    for suffix, extra in (("narrow", dict(narrow_range=True)), ("half_even", dict(round_mode="HALF_TO_EVEN"))):
+        q, q_min, q_max = tf.raw_ops.QuantizeV2(input=x * 3.0, min_range=lo, max_range=hi, T=tf.qint8, mode="SCALED",
+                                                 name=f"quantize_scaled_{suffix}", **extra)
+        b.fetch(tf.bitcast(q, tf.int8), f"quantize_scaled_{suffix}_bits")
+        b.fetch(q_min)
+        b.fetch(q_max)
+        b.raw("Dequantize", f"dequantize_scaled_{suffix}", input=q, min_range=q_min, max_range=q_max, mode="SCALED",
+              narrow_range=extra.get("narrow_range", False))
+    matrix = b.placeholder("matrix", b.normal(3, 4, scale=2.0))
+    lows = b.placeholder("axis_min", np.array([-1.0, -2.0, 0.5, -4.0], np.float32))
+    highs = b.placeholder("axis_max", np.array([1.0, 0.5, 3.0, 4.0], np.float32))
+    for mode in ("MIN_COMBINED", "SCALED"):
+        q, q_min, q_max = tf.raw_ops.QuantizeV2(input=matrix, min_range=lows, max_range=highs, T=tf.quint8, mode=mode,
+                                                 axis=1, name=f"quantize_axis_{mode.lower()}")
+        b.fetch(tf.bitcast(q, tf.uint8), f"quantize_axis_{mode.lower()}_bits")
+        b.fetch(q_min)
+        b.fetch(q_max)
+        b.raw("Dequantize", f"dequantize_axis_{mode.lower()}", input=q, min_range=q_min, max_range=q_max, mode=mode,
+              axis=1)

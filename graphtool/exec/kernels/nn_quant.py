@@ -235,3 +235,119 @@ def quantize_and_dequantize_v4_grad(ctx, dy, x, low, high, *, axis):
         lo, hi = low.reshape(shape), high.reshape(shape)
     inside = (x >= lo) & (x <= hi)
     return xp.where(inside, dy, dy.dtype.type(0)), xp.zeros_like(low), xp.zeros_like(high)
+
+
+# --- QuantizeV2 / Dequantize (TensorFlow's quantize_op.cc, dequantize_op.cc) ------------------
+# All arithmetic in float32 as TensorFlow's Eigen expressions. The given range is first widened
+# to hold 0 and to span at least ensure_minimum_range * max(1, |min|, |max|). Then
+# - MIN_COMBINED: (clamp(x) - min) * (T's span / range), minus half of T's span for signed types
+#   and rounded half away from zero (unsigned: + 0.5 and truncated);
+# - MIN_FIRST: round(x * scale) - round(min * scale) + T's lowest, clamped, with scale =
+#   (2^bits - 1) / range;
+# - SCALED: symmetric around 0: the scale of whichever range end is tighter, the other end moved
+#   to match (returned as output_min/max), values clamped, scaled and rounded (round_mode).
+# Dequantize inverts each mapping. A non-negative axis gives every slice along it its own range.
+
+def _limits(dtype) -> tuple[int, int]:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def _round_away(xp, x):
+    return xp.where(x < 0, -xp.floor(F32(0.5) - x), xp.floor(x + F32(0.5))).astype(F32)
+
+
+def _slice_ranges(ctx, x, low, high, axis: int):
+    """min and max as float32 arrays broadcasting against x."""
+    if axis == -1:
+        if low.size != 1 or high.size != 1:
+            ctx.fail(f"min_range and max_range must be scalars when axis is -1: {shape_text(low.shape)}")
+        return low.reshape(()).astype(F32), high.reshape(()).astype(F32)
+    if not 0 <= axis < x.ndim:
+        ctx.fail(f"axis {axis} is out of range for an input of rank {x.ndim}")
+    depth = x.shape[axis]
+    if low.shape != (depth,) or high.shape != (depth,):
+        ctx.fail(f"min_range and max_range must have shape [{depth}]: {shape_text(low.shape)}, "
+                 f"{shape_text(high.shape)}")
+    shape = tuple(depth if i == axis else 1 for i in range(x.ndim))
+    return low.astype(F32).reshape(shape), high.astype(F32).reshape(shape)
+
+
+def _scaled_factor(xp, min_range, max_range, low_q: int, high_q: int):
+    largest = F32(np.finfo(np.float32).max)
+    with np.errstate(all="ignore"):
+        from_min = xp.where(F32(low_q) * min_range > 0, F32(low_q) / min_range, largest)
+        from_max = xp.where(F32(high_q) * max_range > 0, F32(high_q) / max_range, largest)
+    return xp.minimum(from_min, from_max).astype(F32)
+
+
+@kernel("QuantizeV2")
+def quantize_v2(ctx, x, low, high, *, mode, round_mode, narrow_range, axis, ensure_minimum_range):
+    xp = ctx.xp
+    out_dtype = np.dtype(ctx.out_dtype(0))
+    if round_mode == "HALF_TO_EVEN" and mode != "SCALED":
+        ctx.fail(f"Round mode 'HALF_TO_EVEN' is only supported for mode 'SCALED', but mode is '{mode}'.")
+    if narrow_range and mode != "SCALED":
+        ctx.fail(f"narrow_range is only supported for mode 'SCALED', but mode is '{mode}'.")
+    lo, hi = _slice_ranges(ctx, x, low, high, axis)
+    if bool(xp.any(hi < lo)):
+        ctx.fail("input_max_range must be larger than input_min_range.")
+    t_min, t_max = _limits(out_dtype)
+    x = x.astype(F32, copy=False)
+    min_range = xp.minimum(F32(0), lo)
+    epsilon = xp.maximum(F32(1), xp.maximum(xp.abs(lo), xp.abs(hi))) * F32(ensure_minimum_range)
+    max_range = xp.maximum(F32(0), xp.maximum(hi, min_range + epsilon)).astype(F32)
+    with np.errstate(all="ignore"):
+        if mode == "MIN_COMBINED":
+            scale = (F32(float(t_max) - float(t_min)) / (max_range - min_range)).astype(F32)
+            shifted = (xp.minimum(xp.maximum(x, min_range), max_range) - min_range) * scale
+            if t_min < 0:
+                half = F32((t_max - t_min + 1) / 2)
+                q = _round_away(xp, shifted - half)
+            else:
+                q = xp.trunc(shifted + F32(0.5))
+        elif mode == "MIN_FIRST":
+            steps = float(1 << (8 * out_dtype.itemsize))
+            span = (max_range - min_range).astype(np.float64)
+            scale = xp.where(span == 0, 0.0, (steps - 1.0) / xp.where(span == 0, 1.0, span)).astype(F32)
+            offset = _round_away(xp, (min_range * scale).astype(F32))
+            q = _round_away(xp, x * scale) - offset + F32(t_min)
+            q = xp.minimum(xp.maximum(q, max(F32(t_min), F32(-2.147483648e9))), min(F32(t_max), F32(2.14748352e9)))
+        else:
+            low_q = t_min + (1 if narrow_range else 0)
+            scale = _scaled_factor(xp, min_range, max_range, low_q, t_max)
+            min_range = (F32(low_q) / scale).astype(F32)
+            max_range = (F32(t_max) / scale).astype(F32)
+            scaled = xp.minimum(xp.maximum(x, min_range), max_range) * scale
+            q = xp.round(scaled) if round_mode == "HALF_TO_EVEN" else _round_away(xp, scaled)
+    shape = () if axis == -1 else (x.shape[axis],)
+    return (q.astype(out_dtype), xp.asarray(min_range, F32).reshape(shape),
+            xp.asarray(max_range, F32).reshape(shape))
+
+
+@kernel("Dequantize")
+def dequantize(ctx, q, low, high, *, mode, narrow_range, axis):
+    xp = ctx.xp
+    if narrow_range and mode != "SCALED":
+        ctx.fail(f"narrow_range is only supported for mode 'SCALED', but mode is '{mode}'.")
+    min_range, max_range = _slice_ranges(ctx, q, low, high, axis)
+    t_min, t_max = _limits(q.dtype)
+    values = q.astype(F32)
+    with np.errstate(all="ignore"):
+        if mode == "MIN_COMBINED":
+            scale = (max_range - min_range) / (F32(t_max) - F32(t_min))
+            half = F32((t_max - t_min + 1) / 2) if t_min < 0 else F32(0)
+            result = (values + half) * scale + min_range
+        elif mode == "MIN_FIRST":
+            steps = float(1 << (8 * q.dtype.itemsize))
+            scale = ((max_range - min_range).astype(np.float64) / (steps - 1.0)).astype(F32)
+            rounded = xp.where(max_range == min_range, min_range, _round_away(xp, min_range / scale) * scale)
+            result = (values - F32(t_min)) * scale + rounded
+        else:
+            low_q = t_min + (1 if narrow_range else 0)
+            if t_min == 0:
+                scale = max_range / F32(t_max)
+            else:
+                scale = xp.maximum(min_range / F32(low_q), max_range / F32(t_max))
+            result = values * scale
+    return result.astype(F32).astype(ctx.out_dtype(0))
