@@ -397,3 +397,35 @@ def op_nn_quantize(b):
         b.fetch(q_max)
         b.raw("Dequantize", f"dequantize_axis_{mode.lower()}", input=q, min_range=q_min, max_range=q_max, mode=mode,
               axis=1)
+
+
+@case("op_nn_argmax_lrn", "nn",
+      "MaxPoolWithArgmax (SAME/VALID, strides, include_batch_in_index on and off, Targmax int32 and "
+      "int64, float64 and int32 data, ties and NaN) and LRNGrad (depth radii 1 and 2, bias/alpha/beta) "
+      "as raw ops; tf.gradients through MaxPoolWithArgmax and LRN.", rtol=1e-4, atol=1e-5)
+def op_nn_argmax_lrn(b):
+    image = b.placeholder("image", b.normal(2, 5, 4, 3))
+    windows = [("valid", [1, 2, 2, 1], [1, 2, 2, 1], "VALID"), ("same", [1, 3, 3, 1], [1, 2, 1, 1], "SAME")]
+    for name, ksize, strides, padding in windows:
+        for include_batch in (False, True):
+            for targmax in (tf.int64, tf.int32):
+                b.raw("MaxPoolWithArgmax", f"argmax_{name}_batch{int(include_batch)}_{targmax.name}", input=image,
+                      ksize=ksize, strides=strides, padding=padding, include_batch_in_index=include_batch,
+                      Targmax=targmax)
+    for suffix, dtype in (("f64", tf.float64), ("i32", tf.int32)):
+        b.raw("MaxPoolWithArgmax", f"argmax_{suffix}", input=tf.cast(image * 4, dtype), ksize=[1, 2, 2, 1],
+              strides=[1, 1, 1, 1], padding="SAME")
+    ties = np.array([[1, 1, 0], [1, np.nan, 2], [3, 3, 3]], np.float32).reshape(1, 3, 3, 1)
+    b.raw("MaxPoolWithArgmax", "argmax_ties", input=b.placeholder("ties", ties), ksize=[1, 2, 2, 1],
+          strides=[1, 1, 1, 1], padding="VALID")
+
+    deep = b.placeholder("lrn_input", b.normal(2, 3, 3, 6))
+    for radius, bias, alpha, beta in ((1, 1.0, 0.5, 0.75), (2, 2.0, 0.1, 0.5)):
+        out = tf.raw_ops.LRN(input=deep, depth_radius=radius, bias=bias, alpha=alpha, beta=beta)
+        b.raw("LRNGrad", f"lrn_grad_r{radius}", input_grads=b.placeholder(f"lrn_dy_r{radius}", b.normal(2, 3, 3, 6)),
+              input_image=deep, output_image=out, depth_radius=radius, bias=bias, alpha=alpha, beta=beta)
+
+    gx = b.placeholder("grad_x", b.normal(1, 4, 4, 5))
+    pooled, _ = tf.nn.max_pool_with_argmax(gx, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")
+    normalized = tf.nn.local_response_normalization(gx, depth_radius=2, bias=1.5, alpha=0.3, beta=0.6)
+    b.differentiate(tf.add(tf.reduce_sum(pooled * pooled), tf.reduce_sum(normalized * gx), name="loss"), [gx])
