@@ -1,6 +1,8 @@
 """Neural-network ops: activations and their gradients, bias, softmax, batch normalization, LRN,
-losses, image resizing, InTopKV2 and the remapper's _FusedMatMul. Convolution and pooling ops live
-in nn_conv.py (imported here, registered under this family).
+losses, image resizing, InTopKV2 and the remapper's _FusedMatMul. Sibling modules, imported here and
+registered under this family: nn_conv (convolution and pooling), nn_volume (3-D pooling, Conv3D
+backprops), nn_space (space/depth/batch moves), nn_quant (fake and real quantization), nn_dilation
+(Dilation2D) and nn_ctc (CTC loss and decoders).
 
 Shape functions reproduce TensorFlow's C++ ones (nn_ops.cc, image_ops.cc, common_shape_fns.cc),
 including what they infer from partially known shapes.

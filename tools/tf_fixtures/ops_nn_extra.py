@@ -7,6 +7,12 @@ from .registry import case
 from .tf_v1 import tf
 
 
+def _const(name, value):
+    """Ranges, labels and lengths are Consts, not feeds: `optimize --verify` feeds random values to
+    placeholders, and these ops reject most random ranges, labels and lengths."""
+    return tf.constant(value, name=name)
+
+
 
 def _float_and_double(b, op_type, name, x):
     """The op on x (float32) and on x in float64: the only types TensorFlow's CPU registers."""
@@ -214,7 +220,7 @@ def op_nn_volume(b):
       rtol=1e-6, atol=1e-6)
 def op_nn_quantize_dequantize(b):
     x = b.placeholder("x", np.concatenate([np.linspace(-3.0, 3.0, 25), [0.0, 1.25, -1.25, 10.0]]).astype(np.float32))
-    lo, hi = b.placeholder("lo", np.float32(-1.0)), b.placeholder("hi", np.float32(2.5))
+    lo, hi = _const("lo", np.float32(-1.0)), _const("hi", np.float32(2.5))
     configs = [("signed", dict(signed_input=True, num_bits=8)), ("unsigned", dict(signed_input=False, num_bits=4)),
                ("narrow", dict(signed_input=True, num_bits=4, narrow_range=True)),
                ("two_bits", dict(signed_input=True, num_bits=2))]
@@ -236,8 +242,8 @@ def op_nn_quantize_dequantize(b):
            "min/max shape")
     matrix = b.placeholder("matrix", b.normal(4, 3, scale=2.0))
     for axis, size in ((0, 4), (1, 3)):
-        lows = b.placeholder(f"axis{axis}_min", -np.linspace(0.5, 2.0, size).astype(np.float32))
-        highs = b.placeholder(f"axis{axis}_max", np.linspace(1.0, 3.0, size).astype(np.float32))
+        lows = _const(f"axis{axis}_min", -np.linspace(0.5, 2.0, size).astype(np.float32))
+        highs = _const(f"axis{axis}_max", np.linspace(1.0, 3.0, size).astype(np.float32))
         b.raw("QuantizeAndDequantizeV4", f"qdq_v4_axis{axis}", input=matrix, input_min=lows, input_max=highs,
               num_bits=3, axis=axis)
         b.raw("QuantizeAndDequantizeV4Grad", f"qdq_v4_grad_axis{axis}", gradients=b.placeholder(
@@ -252,10 +258,10 @@ def op_nn_quantize_dequantize(b):
 
 
 def _sparse_labels(b, name, sequences):
-    """Placeholders holding a batch of label sequences as CTCLoss's (indices, values)."""
+    """Consts holding a batch of label sequences as CTCLoss's (indices, values)."""
     indices = np.array([(i, j) for i, seq in enumerate(sequences) for j in range(len(seq))], np.int64).reshape(-1, 2)
     values = np.array([v for seq in sequences for v in seq], np.int32)
-    return b.placeholder(f"{name}_indices", indices), b.placeholder(f"{name}_values", values)
+    return _const(f"{name}_indices", indices), _const(f"{name}_values", values)
 
 
 @case("op_nn_ctc", "nn",
@@ -265,7 +271,7 @@ def _sparse_labels(b, name, sequences):
       "blank_index 0 and -1, a zero-length sequence; tf.gradients of the loss.", rtol=1e-4, atol=1e-5)
 def op_nn_ctc(b):
     logits = b.placeholder("logits", b.normal(7, 4, 5, scale=2.0))
-    lengths = b.placeholder("lengths", np.array([7, 5, 6, 2], np.int32))
+    lengths = _const("lengths", np.array([7, 5, 6, 2], np.int32))
     indices, values = _sparse_labels(b, "labels", [[0, 1, 1, 2], [3, 3], [2, 0, 2], [1, 2, 3]])
     for collapse in (False, True):
         for merge in (False, True):
@@ -285,7 +291,7 @@ def op_nn_ctc(b):
         for batch, cls in enumerate(row):
             peaked[t, batch, cls] = 2.0 + 0.1 * t
     greedy_in = b.placeholder("greedy_logits", peaked)
-    greedy_len = b.placeholder("greedy_lengths", np.array([6, 4, 0], np.int32))
+    greedy_len = _const("greedy_lengths", np.array([6, 4, 0], np.int32))
     for merge in (False, True):
         for blank in (-1, 0):
             b.raw("CTCGreedyDecoder", f"ctc_greedy_merge{int(merge)}_blank{'last' if blank < 0 else blank}",
@@ -305,7 +311,7 @@ def op_nn_ctc(b):
       "that no two beams tie.", rtol=1e-4, atol=1e-5)
 def op_nn_ctc_beam_search(b):
     logits = b.placeholder("logits", b.normal(8, 3, 4, scale=1.5))
-    lengths = b.placeholder("lengths", np.array([8, 5, 3], np.int32))
+    lengths = _const("lengths", np.array([8, 5, 3], np.int32))
     for width, paths in ((1, 1), (3, 2), (8, 3)):
         for merge in (True, False):
             b.raw("CTCBeamSearchDecoder", f"beam_w{width}_p{paths}_merge{int(merge)}", inputs=logits,
@@ -314,7 +320,7 @@ def op_nn_ctc_beam_search(b):
     for t, cls in enumerate([0, 0, 2, 0, 1, 1]):
         repeats[t, 0, cls] = 1.0 + 0.05 * t
     b.raw("CTCBeamSearchDecoder", "beam_repeats", inputs=b.placeholder("repeat_logits", repeats),
-          sequence_length=b.placeholder("repeat_lengths", np.array([6], np.int32)), beam_width=4, top_paths=2)
+          sequence_length=_const("repeat_lengths", np.array([6], np.int32)), beam_width=4, top_paths=2)
     b.raw("CTCBeamSearchDecoder", "beam_f64", inputs=tf.cast(logits, tf.float64), sequence_length=lengths,
           beam_width=4, top_paths=2)
 
@@ -366,8 +372,8 @@ def op_nn_quantize(b):
     x = b.placeholder("x", np.array([-3.0, -1.0, -0.5, -0.25, 0.0, 0.3, 0.5, 1.0, 1.75, 2.5, 7.0], np.float32))
     ranges = {"around0": (-1.0, 2.5), "positive": (0.5, 2.0), "degenerate": (1.0, 1.0)}
     for range_name, (low, high) in ranges.items():
-        lo = b.placeholder(f"min_{range_name}", np.float32(low))
-        hi = b.placeholder(f"max_{range_name}", np.float32(high))
+        lo = _const(f"min_{range_name}", np.float32(low))
+        hi = _const(f"max_{range_name}", np.float32(high))
         for type_name, (qtype, itype) in QUANTIZED.items():
             for mode in ("MIN_COMBINED", "MIN_FIRST", "SCALED"):
                 name = f"{mode.lower()}_{type_name}_{range_name}"
@@ -377,7 +383,7 @@ def op_nn_quantize(b):
                 b.fetch(q_min)
                 b.fetch(q_max)
                 b.raw("Dequantize", f"dequantize_{name}", input=q, min_range=q_min, max_range=q_max, mode=mode)
-    lo, hi = b.placeholder("min_scaled", np.float32(-1.0)), b.placeholder("max_scaled", np.float32(2.5))
+    lo, hi = _const("min_scaled", np.float32(-1.0)), _const("max_scaled", np.float32(2.5))
     for suffix, extra in (("narrow", dict(narrow_range=True)), ("half_even", dict(round_mode="HALF_TO_EVEN"))):
         q, q_min, q_max = tf.raw_ops.QuantizeV2(input=x * 3.0, min_range=lo, max_range=hi, T=tf.qint8, mode="SCALED",
                                                  name=f"quantize_scaled_{suffix}", **extra)
@@ -387,8 +393,8 @@ def op_nn_quantize(b):
         b.raw("Dequantize", f"dequantize_scaled_{suffix}", input=q, min_range=q_min, max_range=q_max, mode="SCALED",
               narrow_range=extra.get("narrow_range", False))
     matrix = b.placeholder("matrix", b.normal(3, 4, scale=2.0))
-    lows = b.placeholder("axis_min", np.array([-1.0, -2.0, 0.5, -4.0], np.float32))
-    highs = b.placeholder("axis_max", np.array([1.0, 0.5, 3.0, 4.0], np.float32))
+    lows = _const("axis_min", np.array([-1.0, -2.0, 0.5, -4.0], np.float32))
+    highs = _const("axis_max", np.array([1.0, 0.5, 3.0, 4.0], np.float32))
     for mode in ("MIN_COMBINED", "SCALED"):
         q, q_min, q_max = tf.raw_ops.QuantizeV2(input=matrix, min_range=lows, max_range=highs, T=tf.quint8, mode=mode,
                                                  axis=1, name=f"quantize_axis_{mode.lower()}")
