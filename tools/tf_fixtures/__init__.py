@@ -9,7 +9,7 @@ Infrastructure:
 
 Cases, one module per family (importing a module registers its cases):
     models, control_flow (with tensor_array), gradients, multi_device,
-    ops_math, ops_array, ops_nn, ops_dtype, ops_tensor_list,
+    ops_math, ops_array, ops_nn, ops_nn_extra, ops_dtype, ops_tensor_list,
     grad_reference (forward-only graphs + tf.gradients values, for `dftool grad`)
 """
 # Importing a case module registers its cases; --list and a full run follow this order.
