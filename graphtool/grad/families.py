@@ -14,6 +14,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "array_index",
     "nn",
     "nn_conv",
+    "nn_extra",
     "control_flow",
     "tensor_array",
     "tensor_list",

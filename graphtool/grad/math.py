@@ -66,6 +66,11 @@ _DERIVATIVES = {
     "Erf": lambda c: _erf_derivative(c, 1.0),
     "Erfc": lambda c: _erf_derivative(c, -1.0),
     "Lgamma": lambda c: emit(c, "Digamma", _x(c)),
+    # From the output y: erfinv' = sqrt(pi)/2 exp(y^2), ndtri' = sqrt(2 pi) exp(y^2 / 2).
+    "Erfinv": lambda c: mul(c, scalar(c, math.sqrt(math.pi) / 2, c.output(0)),
+                            emit(c, "Exp", emit(c, "Square", c.output(0)))),
+    "Ndtri": lambda c: mul(c, scalar(c, math.sqrt(2 * math.pi), c.output(0)),
+                           emit(c, "Exp", mul(c, scalar(c, 0.5, c.output(0)), emit(c, "Square", c.output(0))))),
 }
 for _name, _derivative in _DERIVATIVES.items():
     gradient(_name)(unary_grad(_derivative))

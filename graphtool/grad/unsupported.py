@@ -22,10 +22,17 @@ NO_GRADIENT: dict[str, str] = {
     "RFFT3D": "TensorFlow defines no gradient for RFFT3D",
     "IRFFT3D": "TensorFlow defines no gradient for IRFFT3D",
     "Digamma": _NO_POLYGAMMA,
-    "Conv3D": "its backward kernels (Conv3DBackpropInputV2/FilterV2) are not in the op registry",
+    **{op: "second derivative of Dilation2D: not implemented (TensorFlow has none either)"
+       for op in ("Dilation2DBackpropInput", "Dilation2DBackpropFilter")},
+    "QuantizeV2": "its output is a quantized integer type, which carries no gradient",
+    "Dequantize": "its input is a quantized integer type, which carries no gradient",
+    "MaxPool3DGrad": "second derivative of MaxPool3D (TensorFlow's MaxPool3DGradGrad) is not implemented",
     "FusedBatchNormGrad": _SECOND_ORDER_BN, "FusedBatchNormGradV2": _SECOND_ORDER_BN,
     "FusedBatchNormGradV3": _SECOND_ORDER_BN,
     "LRNGrad": "second derivative of LRN: TensorFlow has none either",
+    **{op: "gradient kernel of fake quantization: TensorFlow defines no gradient for it"
+       for op in ("FakeQuantWithMinMaxArgsGradient", "FakeQuantWithMinMaxVarsGradient",
+                  "FakeQuantWithMinMaxVarsPerChannelGradient", "QuantizeAndDequantizeV4Grad")},
     "_FusedMatMul": _FUSED, "_FusedConv2D": _FUSED,
     "Bitcast": "reinterprets bits: not a differentiable function of its input",
     "Unique": "TensorFlow defines no gradient for the Unique family",

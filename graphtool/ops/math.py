@@ -135,7 +135,7 @@ UNARY_OPS = {
     FLOAT_OR_COMPLEX: ["Sqrt", "Rsqrt", "Exp", "Expm1", "Log", "Log1p", "Sin", "Cos", "Tan",
                        "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Tanh",
                        "Sigmoid"],
-    type_set(FLOAT): ["Erf", "Erfc", "Lgamma", "Digamma", "Floor", "Ceil", "Rint"],
+    type_set(FLOAT): ["Erf", "Erfc", "Erfinv", "Ndtri", "Lgamma", "Digamma", "Floor", "Ceil", "Rint"],
     type_set(INTEGER): ["Invert"],
 }
 # The unary ops worth evaluating statically (integer and rounding arithmetic on shapes).

@@ -1,6 +1,8 @@
 """Neural-network ops: activations and their gradients, bias, softmax, batch normalization, LRN,
-losses, image resizing, InTopKV2 and the remapper's _FusedMatMul. Convolution and pooling ops live
-in nn_conv.py (imported here, registered under this family).
+losses, image resizing, InTopKV2 and the remapper's _FusedMatMul. Sibling modules, imported here and
+registered under this family: nn_conv (convolution and pooling), nn_volume (3-D pooling, Conv3D
+backprops), nn_space (space/depth/batch moves), nn_quant (fake and real quantization), nn_dilation
+(Dilation2D) and nn_ctc (CTC loss and decoders).
 
 Shape functions reproduce TensorFlow's C++ ones (nn_ops.cc, image_ops.cc, common_shape_fns.cc),
 including what they infer from partially known shapes.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 from ..shapes import Shape, ShapeError
 from .inference import InferenceContext, broadcast_binary, merge_all, scalar, unchanged
+from . import nn_ctc, nn_dilation, nn_quant, nn_space, nn_volume  # noqa: F401  (registration)
 from .nn_conv import DATA_FORMAT, FLOAT_TYPES, REAL_TYPES, data_layout, merge_dim
 from .registry import register
 

@@ -31,6 +31,8 @@ CASES = [
                                    "PreventGradient")],
     ("Acosh", "Acosh", [POSITIVE + 1], {}),
     ("Digamma", "Digamma", [POSITIVE], {}),
+    ("Erfinv", "Erfinv", [F], {}),
+    ("Ndtri", "Ndtri", [POSITIVE - 0.3], {}),
     ("Inv", "Inv", [POSITIVE], {}),
     *[(op, op, [COMPLEX], {}) for op in ("Angle", "Real", "Imag", "Conj", "ComplexAbs")],
     ("Invert", "Invert", [INTS], {}),

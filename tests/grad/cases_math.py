@@ -50,6 +50,8 @@ ELEMENTWISE = {
     "Erf": unary(),
     "Erfc": unary(),
     "Lgamma": unary(0.3, 4.0),
+    "Erfinv": unary(-0.9, 0.9),
+    "Ndtri": unary(0.05, 0.95),
     "Tanh": unary(),
     "Sigmoid": unary(),
     "Sqrt": unary(0.2, 3.0),

@@ -315,6 +315,14 @@ for _ops, _fn in ((("Reciprocal", "Inv"), _reciprocal), (("Rsqrt",), _rsqrt),
     math_kernel(*_ops)(_float_function(_fn))
 
 
+@math_kernel("Erfinv", "Ndtri")
+def inverse_normal(ctx, x):
+    # Not through _float_function: Erfinv rounds x / 2 + 1/2 in x's own type, half included.
+    if ctx.op == "Erfinv":
+        return math_special.erfinv(ctx.xp, x).astype(x.dtype)
+    return math_special.ndtri(ctx.xp, x.astype(np.float64)).astype(x.dtype)
+
+
 # --- gradients of unary ops, from the forward output y and the incoming gradient dy ---------
 # Written in TensorFlow's order of operations and with constants of y's type (a Python float
 # would promote bfloat16 to float32), so half precision rounds the same way.

@@ -12,6 +12,8 @@ reaches float64 to within a few ulps (tests compare with Python's math.erf/erfc/
   reflection formula for negative arguments;
 - digamma: the recurrence up to 10 and the asymptotic series there, reflection below 0 (near its
   positive root 1.4616... the error is ~1e-16 absolute, as in Eigen's own implementation).
+- ndtri: Acklam's rational approximation refined by one Halley step; erfinv through ndtri as
+  TensorFlow computes it.
 Special values follow TensorFlow (C's lgamma; Eigen's digamma gives NaN at the poles), except
 that erf(+-inf) is +-1 in float64 too (TensorFlow's float64 Erf overflows x*x and returns NaN for
 |x| > 1.3e154).
@@ -19,6 +21,8 @@ that erf(+-inf) is +-1 in float64 too (TensorFlow's float64 Erf overflows x*x an
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 SQRT_PI = math.sqrt(math.pi)
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -187,3 +191,59 @@ def digamma(xp, x):
     pole = negative & (x == xp.floor(x))
     result = xp.where(pole | (x == -math.inf), math.nan, result)
     return xp.where(x == math.inf, math.inf, xp.where(xp.isnan(x), x, result))
+
+
+# --- ndtri and erfinv -----------------------------------------------------------------------
+# Acklam's rational approximations of the standard normal quantile (relative error below
+# 1.2e-9): one for the central region |p - 1/2| <= 1/2 - P_LOW, one for the tails. A single Halley
+# step against erf (centre) or erfc (tails) then brings them to float64 precision.
+_ACKLAM_CENTRE_NUM = [-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                      1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00]
+_ACKLAM_CENTRE_DEN = [-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                      6.680131188771972e+01, -1.328068155288572e+01, 1.0]
+_ACKLAM_TAIL_NUM = [-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                    -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00]
+_ACKLAM_TAIL_DEN = [7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                    3.754408661907416e+00, 1.0]
+P_LOW = 0.02425
+SQRT_2PI = math.sqrt(2 * math.pi)
+
+
+def _horner(xp, coefficients, z):
+    """c_0 z^(n-1) + ... + c_(n-1) (highest power first)."""
+    total = xp.zeros_like(z)
+    for c in coefficients:
+        total = total * z + c
+    return total
+
+
+def _halley(xp, x, error):
+    """One Halley step for Phi(x) = p, given error = Phi(x) - p."""
+    u = error * SQRT_2PI * xp.exp(x * x / 2)
+    return x - u / (1 + x * u / 2)
+
+
+def ndtri(xp, p):
+    """The standard normal quantile Phi^-1(p) of float64 p: -inf at 0, inf at 1, NaN outside
+    [0, 1] (TensorFlow's Ndtri)."""
+    with np.errstate(all="ignore"):
+        centred = p - 0.5                     # exact for p in [0.25, 0.75]
+        r = centred * centred
+        centre = centred * _horner(xp, _ACKLAM_CENTRE_NUM, r) / _horner(xp, _ACKLAM_CENTRE_DEN, r)
+        centre = _halley(xp, centre, 0.5 * erf(xp, centre / math.sqrt(2)) - centred)
+        tail_p = xp.minimum(p, 1 - p)        # 1 - p is exact for p >= 1/2
+        q = xp.sqrt(-2 * xp.log(xp.where(tail_p > 0, tail_p, 1.0)))
+        lower = _horner(xp, _ACKLAM_TAIL_NUM, q) / _horner(xp, _ACKLAM_TAIL_DEN, q)
+        refined = _halley(xp, lower, 0.5 * erfc(xp, -lower / math.sqrt(2)) - tail_p)
+        lower = xp.where(xp.isfinite(refined), refined, lower)
+        lower = xp.where(tail_p > 0, lower, -xp.inf)
+        tail = xp.where(p > 0.5, -lower, lower)
+        result = xp.where(xp.abs(centred) <= 0.5 - P_LOW, centre, tail)
+        return xp.where((p >= 0) & (p <= 1), result, xp.nan)   # NaN stays NaN
+
+
+def erfinv(xp, x):
+    """The inverse error function as TensorFlow computes it: ndtri(x / 2 + 1/2) / sqrt(2), the
+    argument rounded in x's own type (which is what limits its precision near 0 and +-1)."""
+    half = x.dtype.type(0.5)
+    return ndtri(xp, (x * half + half).astype(np.float64)) / math.sqrt(2)

@@ -6,13 +6,19 @@ importing it registers the siblings too:
 - nn_pool: MaxPool, AvgPool, their gradients and MaxPoolWithArgmax;
 - nn_norm: FusedBatchNorm(V2, V3) and their gradients, LRN and LRNGrad;
 - nn_image: ResizeBilinear, ResizeNearestNeighbor and their gradients;
-- nn_fused: the remapper's _FusedConv2D and _FusedMatMul.
+- nn_fused: the remapper's _FusedConv2D and _FusedMatMul;
+- nn_volume: MaxPool3D, AvgPool3D, their gradients and the Conv3D backprops;
+- nn_space: SpaceToDepth, DepthToSpace, SpaceToBatchND, BatchToSpaceND;
+- nn_quant: fake quantization, QuantizeAndDequantize(V2-V4), QuantizeV2 and Dequantize;
+- nn_dilation: Dilation2D and its backprops;
+- nn_ctc: CTCLoss and the CTC greedy and beam search decoders (host kernels).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import nn_activation, nn_conv, nn_fused, nn_image, nn_norm, nn_pool  # noqa: F401  (registration)
+from . import (nn_activation, nn_conv, nn_ctc, nn_dilation, nn_fused,  # noqa: F401  (registration)
+               nn_image, nn_norm, nn_pool, nn_quant, nn_space, nn_volume)
 from .nn_common import compute_dtype, host_ints, shape_text, upcast
 from .registry import kernel
 
