@@ -18,6 +18,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "tensor_list",
     "state",
     "random",
+    "training",
 )
 
 for _module in FAMILY_MODULES:

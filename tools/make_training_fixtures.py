@@ -1,0 +1,95 @@
+"""Record TF1 training graphs made with tf.compat.v1.train optimizers, and the values of every
+variable after each training step, for tests/test_training_fixtures.py.
+
+    python tools/make_training_fixtures.py        # with TensorFlow installed (e.g. a TF venv)
+
+Per case, tests/fixtures/training/<case>/ holds graph.pb (unfrozen: variables, their initializer
+`init`, the update op `train`, and `read_<i>` Identity nodes reading every variable, slots too),
+case.json (steps, fetches) and expected.npz (`step<k>/<fetch>`: values after k runs of `train`).
+Ref-variable and resource-variable versions of each optimizer; optimizers with sparse updates
+also train an embedding table through tf.gather (duplicate ids), so their Sparse* ops run.
+Single-threaded session, fixed inputs: re-running gives the same files.
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+tf1 = tf.compat.v1
+tf1.disable_eager_execution()
+ROOT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "training"
+STEPS = 4
+
+OPTIMIZERS = {
+    "sgd": (lambda: tf1.train.GradientDescentOptimizer(0.1), False),
+    "momentum": (lambda: tf1.train.MomentumOptimizer(0.05, 0.9), True),
+    "nesterov": (lambda: tf1.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True), True),
+    "adam": (lambda: tf1.train.AdamOptimizer(0.01), False),
+    "adagrad": (lambda: tf1.train.AdagradOptimizer(0.1), True),
+    "adadelta": (lambda: tf1.train.AdadeltaOptimizer(1.0, rho=0.9), True),
+    "rmsprop": (lambda: tf1.train.RMSPropOptimizer(0.01, momentum=0.5), True),
+    "rmsprop_centered": (lambda: tf1.train.RMSPropOptimizer(0.01, momentum=0.5, centered=True), True),
+    "ftrl": (lambda: tf1.train.FtrlOptimizer(0.1, l1_regularization_strength=0.01,
+                                             l2_regularization_strength=0.02), True),
+    "ftrl_shrinkage": (lambda: tf1.train.FtrlOptimizer(0.1, learning_rate_power=-0.75,
+                                                       l2_shrinkage_regularization_strength=0.03), True),
+    "proximal_adagrad": (lambda: tf1.train.ProximalAdagradOptimizer(0.1, l1_regularization_strength=0.001), True),
+}
+
+
+def build(make_optimizer, sparse, resource):
+    rng = np.random.default_rng(13)
+    x = tf.constant(rng.normal(size=(7, 5)).astype(np.float32), name="x")
+    target = tf.constant(rng.normal(size=(7, 3)).astype(np.float32), name="target")
+    w = tf1.get_variable("w", initializer=rng.normal(size=(5, 3)).astype(np.float32), use_resource=resource)
+    b = tf1.get_variable("b", initializer=np.full(3, 0.1, np.float32), use_resource=resource)
+    y = tf.matmul(x, w) + b
+    if sparse:
+        table = tf1.get_variable("table", initializer=rng.normal(size=(6, 3)).astype(np.float32),
+                                 use_resource=resource)
+        ids = tf.constant([4, 0, 4, 2, 1, 4, 0], name="ids")
+        y = y + tf.gather(table, ids)
+    loss = tf.reduce_mean(tf.square(y - target))
+    train = make_optimizer().minimize(loss, name="train")
+    init = tf1.global_variables_initializer()
+    assert init.name == "init", init.name
+    reads = [tf.identity(v, name=f"read_{i}") for i, v in enumerate(tf1.global_variables())]
+    return train, reads, [v.op.name for v in tf1.global_variables()]
+
+
+def main():
+    for name, (make_optimizer, sparse) in OPTIMIZERS.items():
+        for resource in (False, True):
+            case = f"{name}_{'resource' if resource else 'ref'}"
+            graph = tf.Graph()
+            with graph.as_default():
+                tf1.set_random_seed(13)
+                train, reads, variables = build(make_optimizer, sparse, resource)
+                config = tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
+                expected = {}
+                with tf1.Session(config=config) as sess:
+                    sess.run("init")
+                    for step in range(STEPS + 1):
+                        if step:
+                            sess.run(train)
+                        for tensor, value in zip(reads, sess.run(reads)):
+                            expected[f"step{step}/{tensor.name}"] = value
+                ops = sorted({op.type for op in graph.get_operations()})
+                out = ROOT / case
+                out.mkdir(parents=True, exist_ok=True)
+                (out / "graph.pb").write_bytes(graph.as_graph_def().SerializeToString(deterministic=True))
+                np.savez(out / "expected.npz", **expected)
+                info = {"name": case, "optimizer": name, "resource": resource, "sparse": sparse, "steps": STEPS,
+                        "init": "init", "train": train.name, "fetches": [t.name for t in reads],
+                        "variables": variables, "ops": ops}
+                (out / "case.json").write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
+                print(case, len(graph.get_operations()), "nodes", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
