@@ -62,7 +62,75 @@ def build(make_optimizer, sparse, resource):
     return train, reads, [v.op.name for v in tf1.global_variables()]
 
 
+# Single update ops on fixed gradients (no gradient graph, so the update alone is compared, bit for
+# bit): optimizer -> (slots, scalar inputs with values, bool attrs).
+UPDATES = {
+    "GradientDescent": ([], {"alpha": 0.1}, {}),
+    "ProximalGradientDescent": ([], {"alpha": 0.1, "l1": 0.05, "l2": 0.02}, {}),
+    "Adadelta": (["accum", "accum_update"], {"lr": 1.0, "rho": 0.9, "epsilon": 1e-6}, {}),
+    "Adagrad": (["accum"], {"lr": 0.1}, {}),
+    "AdagradV2": (["accum"], {"lr": 0.1, "epsilon": 1e-7}, {}),
+    "ProximalAdagrad": (["accum"], {"lr": 0.1, "l1": 0.01, "l2": 0.02}, {}),
+    "Ftrl": (["accum", "linear"], {"lr": 0.1, "l1": 0.01, "l2": 0.02, "lr_power": -0.5}, {}),
+    "FtrlV2": (["accum", "linear"], {"lr": 0.1, "l1": 0.01, "l2": 0.02, "l2_shrinkage": 0.03, "lr_power": -0.75},
+               {"multiply_linear_by_lr": True}),
+    "Momentum": (["accum"], {"lr": 0.05, "momentum": 0.9}, {"use_nesterov": True}),
+    "KerasMomentum": (["accum"], {"lr": 0.05, "momentum": 0.9}, {}),
+    "Adam": (["m", "v"], {"beta1_power": 0.9, "beta2_power": 0.999, "lr": 0.01, "beta1": 0.9, "beta2": 0.999,
+                          "epsilon": 1e-7}, {}),
+    "AdaMax": (["m", "v"], {"beta1_power": 0.9, "lr": 0.01, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-7}, {}),
+    "RMSProp": (["ms", "mom"], {"lr": 0.01, "rho": 0.9, "momentum": 0.5, "epsilon": 1e-7}, {}),
+    "CenteredRMSProp": (["mg", "ms", "mom"], {"lr": 0.01, "rho": 0.9, "momentum": 0.5, "epsilon": 1e-7}, {}),
+    "AddSign": (["m"], {"lr": 0.1, "alpha": 1.0, "sign_decay": 0.9, "beta": 0.9}, {}),
+    "PowerSign": (["m"], {"lr": 0.1, "logbase": 0.5, "sign_decay": 0.9, "beta": 0.9}, {}),
+}
+SPARSE = {"ProximalGradientDescent", "Adadelta", "Adagrad", "AdagradV2", "ProximalAdagrad", "Ftrl", "FtrlV2",
+          "Momentum", "KerasMomentum", "RMSProp", "CenteredRMSProp"}
+
+
+def build_update(optimizer, resource, sparse):
+    """var and slots [6, 5], a fixed gradient (rows for indices with duplicates when sparse), and
+    the raw update op as `train`."""
+    slots, scalars, flags = UPDATES[optimizer]
+    rng = np.random.default_rng(len(optimizer))
+    variables = {}
+    for slot in ["var", *slots]:
+        value = rng.normal(size=(6, 5)).astype(np.float32)
+        if slot in ("accum", "ms", "v", "accum_update"):
+            value = np.abs(value) + np.float32(0.1)     # accumulators of squares are positive
+        variables[slot] = tf1.get_variable(slot, initializer=value, use_resource=resource)
+    args = {slot: (variables[slot].handle if resource else variables[slot]) for slot in variables}
+    args.update({key: tf.constant(value, tf.float32, name=key) for key, value in scalars.items()})
+    grad_name = "delta" if optimizer in ("GradientDescent", "ProximalGradientDescent") and not sparse else "grad"
+    indices = np.array([3, 0, 3, 5, 3, 1], np.int32)
+    grad = rng.normal(size=(len(indices) if sparse else 6, 5)).astype(np.float32)
+    args[grad_name] = tf.constant(grad, name="grad")
+    if sparse:
+        args["indices"] = tf.constant(indices, name="indices")
+    prefix = ("Resource" if resource else "") + ("SparseApply" if sparse else "Apply")
+    op = getattr(tf.raw_ops, prefix + optimizer)(**args, **flags, name="train")
+    op = op if isinstance(op, tf.Operation) else op.op
+    tf1.global_variables_initializer()
+    reads = [tf.identity(v, name=f"read_{i}") for i, v in enumerate(variables.values())]
+    return op, reads, [v.op.name for v in variables.values()]
+
+
+def update_cases():
+    for optimizer in UPDATES:
+        for sparse in (False, True) if optimizer in SPARSE else (False,):
+            for resource in (False, True):
+                if optimizer == "KerasMomentum" and not resource:
+                    continue              # resource forms only
+                case = f"update_{optimizer}_{'sparse_' if sparse else ''}{'resource' if resource else 'ref'}"
+                yield case, optimizer, resource, sparse, lambda o=optimizer, r=resource, s=sparse: build_update(o, r, s)
+
+
 def main():
+    for case, optimizer, resource, sparse, make in update_cases():
+        graph = tf.Graph()
+        with graph.as_default():
+            train, reads, variables = make()
+            record(graph, case, optimizer, resource, sparse, train, reads, variables, exact=True)
     for name, (make_optimizer, sparse) in OPTIMIZERS.items():
         for resource in (False, True):
             case = f"{name}_{'resource' if resource else 'ref'}"
@@ -70,25 +138,29 @@ def main():
             with graph.as_default():
                 tf1.set_random_seed(13)
                 train, reads, variables = build(make_optimizer, sparse, resource)
-                config = tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
-                expected = {}
-                with tf1.Session(config=config) as sess:
-                    sess.run("init")
-                    for step in range(STEPS + 1):
-                        if step:
-                            sess.run(train)
-                        for tensor, value in zip(reads, sess.run(reads)):
-                            expected[f"step{step}/{tensor.name}"] = value
-                ops = sorted({op.type for op in graph.get_operations()})
-                out = ROOT / case
-                out.mkdir(parents=True, exist_ok=True)
-                (out / "graph.pb").write_bytes(graph.as_graph_def().SerializeToString(deterministic=True))
-                np.savez(out / "expected.npz", **expected)
-                info = {"name": case, "optimizer": name, "resource": resource, "sparse": sparse, "steps": STEPS,
-                        "init": "init", "train": train.name, "fetches": [t.name for t in reads],
-                        "variables": variables, "ops": ops}
-                (out / "case.json").write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
-                print(case, len(graph.get_operations()), "nodes", file=sys.stderr)
+                record(graph, case, name, resource, sparse, train, reads, variables, exact=False)
+
+
+def record(graph, case, optimizer, resource, sparse, train, reads, variables, exact):
+    config = tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
+    expected = {}
+    with tf1.Session(graph=graph, config=config) as sess:
+        sess.run("init")
+        for step in range(STEPS + 1):
+            if step:
+                sess.run(train)
+            for tensor, value in zip(reads, sess.run(reads)):
+                expected[f"step{step}/{tensor.name}"] = value
+    ops = sorted({op.type for op in graph.get_operations()})
+    out = ROOT / case
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "graph.pb").write_bytes(graph.as_graph_def().SerializeToString(deterministic=True))
+    np.savez(out / "expected.npz", **expected)
+    info = {"name": case, "optimizer": optimizer, "resource": resource, "sparse": sparse, "steps": STEPS,
+            "init": "init", "train": train.name, "fetches": [t.name for t in reads], "exact": exact,
+            "variables": variables, "ops": ops}
+    (out / "case.json").write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
+    print(case, len(graph.get_operations()), "nodes", file=sys.stderr)
 
 
 if __name__ == "__main__":

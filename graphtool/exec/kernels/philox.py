@@ -16,11 +16,10 @@ Facts carried over from TensorFlow (philox_random.h, random_distributions.h, sta
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-
 import ml_dtypes
 import numpy as np
+
+from .libm import float_function
 
 _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
 _W0, _W1 = np.uint32(0x9E3779B9), np.uint32(0xBB67AE85)
@@ -116,39 +115,14 @@ def _uniform_double(high_bits: np.ndarray, low_bits: np.ndarray) -> np.ndarray:
     return (mantissa | np.uint64(1023 << 52)).view(np.float64) - 1.0
 
 
-def _load_float_libm():
-    """The C library's float logf/sinf/cosf, which TensorFlow's Box-Muller calls; None without one."""
-    try:
-        library = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-        functions = {}
-        for name in ("logf", "sinf", "cosf"):
-            function = getattr(library, name)
-            function.restype, function.argtypes = ctypes.c_float, [ctypes.c_float]
-            functions[name] = np.frompyfunc(function, 1, 1)
-        return functions
-    except (OSError, AttributeError, TypeError):
-        return None
-
-
-_FLOAT_LIBM = _load_float_libm()
-
-
-def _float_function(name: str, values: np.ndarray) -> np.ndarray:
-    """A float32 math function as TensorFlow evaluates it: the C library's float version (glibc's
-    are not correctly rounded, and numpy's float32 ones differ from them by an ulp here and there).
-    Without that library: the double result rounded once, which matches all but near-ties."""
-    if _FLOAT_LIBM is not None and values.size:
-        return _FLOAT_LIBM[name](values.astype(np.float64)).astype(np.float32)
-    return getattr(np, name[:-1])(values.astype(np.float64)).astype(np.float32)
-
-
 def _box_muller_float(x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Two standard normals in float32 from pairs of uint32, as TensorFlow's BoxMullerFloat."""
+    """Two standard normals in float32 from pairs of uint32, as TensorFlow's BoxMullerFloat (its
+    float log/sin/cos are the C library's: libm.py)."""
     u1 = np.maximum(_uniform_from_bits(x0, np.float32), np.float32(1e-7))
     # TensorFlow writes 2.0f * M_PI * u: the product is taken in double, then stored as float.
     v1 = (2 * np.pi * _uniform_from_bits(x1, np.float32).astype(np.float64)).astype(np.float32)
-    u2 = np.sqrt(np.float32(-2.0) * _float_function("logf", u1))
-    return _float_function("sinf", v1) * u2, _float_function("cosf", v1) * u2
+    u2 = np.sqrt(np.float32(-2.0) * float_function("logf", u1))
+    return float_function("sinf", v1) * u2, float_function("cosf", v1) * u2
 
 
 def _box_muller_double(x0, x1, x2, x3) -> tuple[np.ndarray, np.ndarray]:

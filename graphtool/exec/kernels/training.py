@@ -19,6 +19,7 @@ import inspect
 import numpy as np
 
 from ...ops.training import op_inputs
+from .libm import float_function
 from .registry import CPU, kernel
 from .state import Variable, _ref_to, _resource_variable, _variable_of_ref
 
@@ -81,6 +82,14 @@ def _proximal_adagrad(s, attrs):
     return {"accum": accum, "var": new}
 
 
+def _pow(x, exponent):
+    """TensorFlow's float pow: std::pow (the C library's powf); Eigen's vectorised pow on whole
+    packets of a dense update can differ from it in the last bit."""
+    if x.dtype == np.float32:
+        return float_function("powf", x, exponent)
+    return np.power(x, exponent)
+
+
 def _ftrl(s, attrs):
     """Ftrl and FtrlV2 (l2_shrinkage), with or without multiply_linear_by_lr."""
     grad, var, accum, lr, l1, l2, power = s["grad"], s["var"], s["accum"], s["lr"], s["l1"], s["l2"], s["lr_power"]
@@ -89,7 +98,7 @@ def _ftrl(s, attrs):
     if power == var.dtype.type(-0.5):
         new_root, old_root = np.sqrt(new_accum), np.sqrt(accum)
     else:
-        new_root, old_root = np.power(new_accum, -power), np.power(accum, -power)
+        new_root, old_root = _pow(new_accum, -power), _pow(accum, -power)
     two_l2 = var.dtype.type(2) * l2
     if attrs["multiply_linear_by_lr"]:
         linear = s["linear"] + (shrunk * lr - (new_root - old_root) * var)
@@ -179,6 +188,37 @@ UPDATES = {
 }
 
 
+# TensorFlow's sparse kernels spell some updates differently (row by row, scalars first), which
+# rounds differently; these are their forms.
+
+def _sparse_momentum(s, attrs):
+    grad, lr, momentum = s["grad"], s["lr"], s["momentum"]
+    accum = s["accum"] * momentum + grad
+    if attrs["use_nesterov"]:
+        return {"accum": accum, "var": s["var"] - (lr * grad + lr * momentum * accum)}
+    return {"accum": accum, "var": s["var"] - lr * accum}
+
+
+def _sparse_rms_prop(s, attrs):
+    grad, rho = s["grad"], s["rho"]
+    ms = s["ms"] * rho + grad * grad * (_one(grad) - rho)
+    mom = s["mom"] * s["momentum"] + (_one(grad) / np.sqrt(ms + s["epsilon"])) * s["lr"] * grad
+    return {"ms": ms, "mom": mom, "var": s["var"] - mom}
+
+
+def _sparse_centered_rms_prop(s, attrs):
+    grad, rho = s["grad"], s["rho"]
+    ms = s["ms"] * rho + grad * grad * (_one(grad) - rho)
+    mg = s["mg"] * rho + grad * (_one(grad) - rho)
+    denominator = ms + s["epsilon"] - mg * mg
+    mom = s["mom"] * s["momentum"] + (_one(grad) / np.sqrt(denominator)) * s["lr"] * grad
+    return {"ms": ms, "mg": mg, "mom": mom, "var": s["var"] - mom}
+
+
+SPARSE_UPDATES = {**UPDATES, "Momentum": _sparse_momentum, "RMSProp": _sparse_rms_prop,
+                  "CenteredRMSProp": _sparse_centered_rms_prop}
+
+
 # --- the generic kernel -------------------------------------------------------------------------
 
 def _slot_variable(ctx, value, resource: bool, name: str) -> Variable:
@@ -257,14 +297,13 @@ def _apply(ctx, inputs, attrs):
             if values[name].shape != values["var"].shape:
                 ctx.fail(f"var and {name} do not have the same shape{list(values['var'].shape)} "
                          f"{list(values[name].shape)}")
-        update = UPDATES[optimizer]
         if "indices" in values:
-            new = _sparse_update(ctx, update, values, list(variables), values.pop("indices"), attrs)
+            new = _sparse_update(ctx, SPARSE_UPDATES[optimizer], values, list(variables), values.pop("indices"), attrs)
         else:
             if values["grad"].shape != values["var"].shape:
                 ctx.fail(f"var and grad do not have the same shape{list(values['var'].shape)} "
                          f"{list(values['grad'].shape)}")
-            new = update(values, attrs)
+            new = UPDATES[optimizer](values, attrs)
         for name, value in new.items():
             variables[name].store(ctx.xp, ctx.xp.asarray(np.asarray(value, dtype=dtype)))
     finally:
