@@ -4,6 +4,8 @@ TensorFlow left it, step by step.
 
 - `update_*` cases run one raw update op on a fixed gradient (every Apply op, ref and resource,
   dense and sparse with duplicate indices): bit-exact.
+- `random_stateful_runs` assigns stateful random draws to variables on each run: TensorFlow's
+  n-th draw of each seeded node, bit for bit.
 - The TF1 training graphs (tf.compat.v1.train optimizers) also differentiate a loss; their
   MatMul gradients accumulate in another order than TensorFlow's, so values after 4 steps agree
   to float32 rounding (rtol 1e-5), not bit for bit."""
@@ -31,6 +33,7 @@ APPROXIMATE_OPS = {"ApplyAdagrad", "ApplyProximalAdagrad", "ApplyAdadelta", "App
 def test_every_optimizer_has_ref_and_resource_cases():
     specs = [json.loads((FIXTURES / case / "case.json").read_text()) for case in CASES]
     graphs = {(spec["optimizer"], spec["resource"]) for spec in specs if not spec["exact"]}
+    specs = [spec for spec in specs if spec["optimizer"] != "random"]
     assert {(name, resource) for name in ("sgd", "momentum", "nesterov", "adam", "adagrad", "adadelta",
                                           "rmsprop", "rmsprop_centered", "ftrl") for resource in (False, True)} <= graphs
     updated = {op for spec in specs if spec["exact"] for op in spec["ops"] if "Apply" in op}
@@ -45,7 +48,7 @@ def test_training_steps_match_tensorflow(case):
     session = Session(graph, threads=1)
     session.run([], targets=[spec["init"]])
     apply_ops = {op for op in spec["ops"] if "Apply" in op}
-    assert apply_ops, "the optimizer made no Apply op"
+    assert apply_ops or spec["optimizer"] == "random", "the optimizer made no Apply op"
     exact = spec["exact"] and not {op.replace("Resource", "") for op in apply_ops} & APPROXIMATE_OPS
     for step in range(spec["steps"] + 1):
         if step:

@@ -125,7 +125,30 @@ def update_cases():
                 yield case, optimizer, resource, sparse, lambda o=optimizer, r=resource, s=sparse: build_update(o, r, s)
 
 
+def build_random_runs():
+    """Stateful random ops seeded like tf.random.set_seed + op seeds: each run of `train` assigns
+    fresh draws to variables, so the reads show TensorFlow's n-th draw of each node (its
+    generator moves on by 256 Philox calls per output value per run)."""
+    tf1.set_random_seed(1234)
+    draws = {
+        "uniform": tf1.random_uniform([3, 101], seed=1),
+        "normal_f64": tf1.random_normal([7], dtype=tf.float64, seed=2),
+        "truncated": tf1.truncated_normal([1030], seed=3),
+        "ints": tf1.random_uniform([5], minval=-3, maxval=2**40, dtype=tf.int64, seed=4),
+        "normal_f16": tf1.random_normal([9], dtype=tf.float16),       # graph seed only
+    }
+    variables = {name: tf1.get_variable(f"v_{name}", initializer=tf.zeros_like(draw), use_resource=False)
+                 for name, draw in draws.items()}
+    train = tf.group(*[variables[name].assign(draw) for name, draw in draws.items()], name="train")
+    tf1.global_variables_initializer()
+    reads = [tf.identity(v, name=f"read_{i}") for i, v in enumerate(variables.values())]
+    return train, reads, [v.op.name for v in variables.values()]
+
+
 def main():
+    graph = tf.Graph()
+    with graph.as_default():
+        record(graph, "random_stateful_runs", "random", False, False, *build_random_runs(), exact=True)
     for case, optimizer, resource, sparse, make in update_cases():
         graph = tf.Graph()
         with graph.as_default():

@@ -3,9 +3,9 @@ so a seeded graph gives TensorFlow's numbers bit for bit.
 
 Stateful ops (RandomUniform, ...) keep one generator per node in the session container, made from
 the node's (seed, seed2) attrs (fresh random seeds when both are 0, as TensorFlow does). Each run
-takes the generator's current position and moves it on by the output size rounded up to a
-multiple of 256 calls, as TensorFlow's kernels reserve their samples, so the n-th run of a node
-gives TensorFlow's n-th result. Stateless ops derive their generator from their inputs on every call.
+takes the generator's current position and moves it on by 256 calls per output value, as
+TensorFlow's kernels conservatively reserve their samples, so the n-th run of a node gives
+TensorFlow's n-th result. Stateless ops derive their generator from their inputs on every call.
 Multinomial still samples with numpy (its values differ from TensorFlow's; distributions do not).
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .gpu_host_memory import device_holds
 from .registry import kernel
 
 _UINT64_MASK = (1 << 64) - 1
-_RESERVE_MULTIPLE = 256           # TensorFlow's PhiloxRandomOp reserves outputs in multiples of this
+_RESERVE_MULTIPLE = 256           # Philox calls TensorFlow's PhiloxRandomOp reserves per output
 _PHILOX, _THREEFRY, _AUTO_SELECT = 1, 2, 3
 
 
@@ -95,7 +95,7 @@ class _NodeGenerator:
 
     def reserve(self, outputs: int) -> philox.Philox:
         """The position to draw `outputs` values from; the next run starts past all of them."""
-        calls = -(-outputs // _RESERVE_MULTIPLE) * _RESERVE_MULTIPLE
+        calls = outputs * _RESERVE_MULTIPLE
         with self.lock:
             start, self.position = self.position, self.position.skipped(calls)
         return start
