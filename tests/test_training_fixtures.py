@@ -21,6 +21,8 @@ from graphtool import graph_io
 from graphtool.exec.session import Session
 from graphtool.ir import from_graphdef
 
+from .helpers import run_dftool
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "training"
 CASES = sorted(path.parent.name for path in FIXTURES.glob("*/case.json"))
 # Dense updates where TensorFlow's Eigen kernel uses a vectorised approximation: rsqrt (a hardware
@@ -62,3 +64,39 @@ def test_training_steps_match_tensorflow(case):
                 np.testing.assert_allclose(value, want, rtol=1e-6, atol=1e-6, err_msg=f"{name} at step {step}")
             else:
                 np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-6, err_msg=f"{name} at step {step}")
+
+
+@pytest.mark.parametrize("case, exact", [("update_Adam_ref", True), ("momentum_resource", False),
+                                         ("random_stateful_runs", True)])
+def test_dftool_run_steps_a_training_graph_also_after_optimize(case, exact, tmp_path):
+    """`dftool run --init init --target train --steps N` is TensorFlow's init-then-train loop; the
+    graph `dftool optimize` makes (keeping init, train and the reads) trains the same way."""
+    spec = json.loads((FIXTURES / case / "case.json").read_text())
+    expected = np.load(FIXTURES / case / "expected.npz")
+    keep = [arg for node in ("init", "train") for arg in ("--keep", node)]
+    fetches = [arg for name in spec["fetches"] for arg in ("--fetch", name)]
+    optimized = tmp_path / "optimized.pb"
+    code, _, stderr = run_dftool("optimize", FIXTURES / case / "graph.pb", optimized, *keep, *fetches)
+    assert code == 0, stderr
+    for graph in (FIXTURES / case / "graph.pb", optimized):
+        out = tmp_path / "out.npz"
+        code, _, stderr = run_dftool("run", graph, "--init", "init", "--target", "train", "--steps", 3,
+                                     *fetches, "--output", out)
+        assert code == 0, stderr
+        values = np.load(out)
+        for name in spec["fetches"]:
+            if exact:
+                np.testing.assert_array_equal(values[name], expected[f"step3/{name}"], err_msg=f"{graph}: {name}")
+            else:
+                np.testing.assert_allclose(values[name], expected[f"step3/{name}"], rtol=1e-5, atol=1e-6)
+
+
+def test_dftool_run_names_a_missing_target():
+    code, _, stderr = run_dftool("run", FIXTURES / "sgd_ref" / "graph.pb", "--target", "nope", "--fetch", "read_0:0")
+    assert code == 2 and stderr.strip().splitlines()[-1] == "error: target 'nope': no node named 'nope' in the graph"
+
+
+def test_an_update_of_an_uninitialized_variable_fails_with_tensorflows_message():
+    graph = from_graphdef(graph_io.load_graphdef(str(FIXTURES / "update_Momentum_sparse_ref" / "graph.pb")), "g")
+    with pytest.raises(Exception, match="Attempting to use uninitialized variables: var"):
+        Session(graph, threads=1).run([], targets=["train"])
