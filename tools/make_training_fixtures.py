@@ -88,22 +88,23 @@ SPARSE = {"ProximalGradientDescent", "Adadelta", "Adagrad", "AdagradV2", "Proxim
           "Momentum", "KerasMomentum", "RMSProp", "CenteredRMSProp"}
 
 
-def build_update(optimizer, resource, sparse):
+def build_update(optimizer, resource, sparse, dtype=np.float32):
     """var and slots [6, 5], a fixed gradient (rows for indices with duplicates when sparse), and
     the raw update op as `train`."""
     slots, scalars, flags = UPDATES[optimizer]
     rng = np.random.default_rng(len(optimizer))
     variables = {}
     for slot in ["var", *slots]:
-        value = rng.normal(size=(6, 5)).astype(np.float32)
+        value = rng.normal(size=(6, 5))
         if slot in ("accum", "ms", "v", "accum_update"):
-            value = np.abs(value) + np.float32(0.1)     # accumulators of squares are positive
+            value = np.abs(value) + 0.1     # accumulators of squares are positive
+        value = value.astype(dtype)
         variables[slot] = tf1.get_variable(slot, initializer=value, use_resource=resource)
     args = {slot: (variables[slot].handle if resource else variables[slot]) for slot in variables}
-    args.update({key: tf.constant(value, tf.float32, name=key) for key, value in scalars.items()})
+    args.update({key: tf.constant(value, dtype, name=key) for key, value in scalars.items()})
     grad_name = "delta" if optimizer in ("GradientDescent", "ProximalGradientDescent") and not sparse else "grad"
     indices = np.array([3, 0, 3, 5, 3, 1], np.int32)
-    grad = rng.normal(size=(len(indices) if sparse else 6, 5)).astype(np.float32)
+    grad = rng.normal(size=(len(indices) if sparse else 6, 5)).astype(dtype)
     args[grad_name] = tf.constant(grad, name="grad")
     if sparse:
         args["indices"] = tf.constant(indices, name="indices")
@@ -123,6 +124,12 @@ def update_cases():
                     continue              # resource forms only
                 case = f"update_{optimizer}_{'sparse_' if sparse else ''}{'resource' if resource else 'ref'}"
                 yield case, optimizer, resource, sparse, lambda o=optimizer, r=resource, s=sparse: build_update(o, r, s)
+    # other dtypes TensorFlow registers for the CPU, on a few optimizers (ref variables)
+    for optimizer, sparse in (("GradientDescent", False), ("Momentum", True), ("Adam", False), ("RMSProp", False),
+                              ("Ftrl", True), ("AdagradV2", False)):
+        for dtype in (np.float16, np.float64):
+            case = f"update_{optimizer}_{'sparse_' if sparse else ''}{np.dtype(dtype).name}_ref"
+            yield case, optimizer, False, sparse, lambda o=optimizer, s=sparse, d=dtype: build_update(o, False, s, d)
 
 
 def build_random_runs():
