@@ -143,6 +143,9 @@ def build_random_runs():
         "truncated": tf1.truncated_normal([1030], seed=3),
         "ints": tf1.random_uniform([5], minval=-3, maxval=2**40, dtype=tf.int64, seed=4),
         "normal_f16": tf1.random_normal([9], dtype=tf.float16),       # graph seed only
+        "categorical": tf.random.categorical(
+            tf.constant([[0.5, -1.0, 2.0, -np.inf, 0.0], [1.0, 1.0, 1.0, 1.0, 3.0], [-2.0, 0.1, 0.2, 0.3, 0.4]]),
+            num_samples=11, seed=5),
     }
     variables = {name: tf1.get_variable(f"v_{name}", initializer=tf.zeros_like(draw), use_resource=False)
                  for name, draw in draws.items()}

@@ -115,6 +115,11 @@ def _uniform_double(high_bits: np.ndarray, low_bits: np.ndarray) -> np.ndarray:
     return (mantissa | np.uint64(1023 << 52)).view(np.float64) - 1.0
 
 
+def uniform_double_pairs(bits: np.ndarray) -> np.ndarray:
+    """One uniform double per pair of consecutive uint32 samples (TensorFlow's RandDouble)."""
+    return _uniform_double(bits[0::2], bits[1::2])
+
+
 def _box_muller_float(x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two standard normals in float32 from pairs of uint32, as TensorFlow's BoxMullerFloat (its
     float log/sin/cos are the C library's: libm.py)."""

@@ -6,7 +6,6 @@ the node's (seed, seed2) attrs (fresh random seeds when both are 0, as TensorFlo
 takes the generator's current position and moves it on by 256 calls per output value, as
 TensorFlow's kernels conservatively reserve their samples, so the n-th run of a node gives
 TensorFlow's n-th result. Stateless ops derive their generator from their inputs on every call.
-Multinomial still samples with numpy (its values differ from TensorFlow's; distributions do not).
 """
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ from . import philox
 from .gpu_host_memory import device_holds
 from .registry import kernel
 
-_UINT64_MASK = (1 << 64) - 1
 _RESERVE_MULTIPLE = 256           # Philox calls TensorFlow's PhiloxRandomOp reserves per output
 _PHILOX, _THREEFRY, _AUTO_SELECT = 1, 2, 3
 
@@ -209,26 +207,12 @@ def stateless_random_get_alg(ctx):
 
 # --- multinomial --------------------------------------------------------------------------------
 
-class _LockedGenerator:
-    """A numpy Generator one node draws from; iterations of a loop may draw at once."""
-
-    def __init__(self, seed: int, seed2: int):
-        entropy = None if seed == 0 and seed2 == 0 else [seed & _UINT64_MASK, seed2 & _UINT64_MASK]
-        self.generator = np.random.default_rng(entropy)
-        self.lock = threading.Lock()
-
-
-def _draw(ctx, seed: int, seed2: int, sample):
-    """sample(generator) with the node's session-long generator; the result on ctx's device."""
-    source = ctx.resources.session.lookup_or_create(("MultinomialGenerator", ctx.node_name),
-                                                    lambda: _LockedGenerator(seed, seed2))
-    with source.lock:
-        host = sample(source.generator)
-    return ctx.xp.asarray(host)
-
-
 @kernel("Multinomial")
 def multinomial(ctx, logits, num_samples, *, seed, seed2, T, output_dtype):
+    """TensorFlow's CPU sampler run as one shard (a single-threaded TensorFlow session): one
+    stream for all rows, two samples (one uniform double) per draw, row after row; each draw is
+    the first class whose cumulative (unnormalised, double) probability exceeds u * total. A
+    multi-threaded TensorFlow splits the rows into shards whose streams start elsewhere."""
     if logits.ndim != 2:
         ctx.fail(f"logits should be a matrix, got shape {Shape(logits.shape)}")
     count = int(num_samples)
@@ -237,28 +221,26 @@ def multinomial(ctx, logits, num_samples, *, seed, seed2, T, output_dtype):
     batch, classes = logits.shape
     if classes <= 0:
         ctx.fail(f"num_classes should be positive, got {classes}")
-    cdf = _row_cdf(_host(logits).astype(np.float64))
-    return _draw(ctx, seed, seed2,
-                 lambda generator: _sample_rows(cdf, generator.random((batch, count))).astype(ctx.out_dtype()))
+    # TensorFlow reserves 256 calls per output, counting doubles as two and rounding up to 4.
+    generator = _reserve(ctx, seed, seed2, batch * (-(-count // 4) * 4) * 2)
+    if batch * count == 0:
+        return ctx.xp.zeros((batch, count), dtype=ctx.out_dtype())
+    bits = generator.blocks(-(-batch * count * 2 // 4)).reshape(-1)[:batch * count * 2]
+    uniforms = philox.uniform_double_pairs(bits).reshape(batch, count)
+    cdf = _row_cdf(_host(logits))
+    return ctx.xp.asarray(_sample_rows(cdf, uniforms * cdf[:, -1:]).astype(ctx.out_dtype()))
 
 
 def _row_cdf(logits: np.ndarray) -> np.ndarray:
-    """Per row, the cumulative softmax probabilities ending at exactly 1; non-finite logits (-inf)
-    get probability 0."""
+    """Per row, the running sum of exp(logit - max) in double over the finite logits (the max
+    taken in the logits' own type), as TensorFlow accumulates it."""
     finite = np.isfinite(logits)
-    peak = np.max(np.where(finite, logits, -np.inf), axis=1, keepdims=True)
-    peak = np.where(np.isfinite(peak), peak, 0.0)
-    weights = np.where(finite, np.exp(logits - peak), 0.0)
-    cdf = np.cumsum(weights, axis=1)
-    total = cdf[:, -1:]
-    return cdf / np.where(total > 0, total, 1.0)
+    peak = np.max(np.where(finite, logits, np.finfo(np.float64).min).astype(logits.dtype), axis=1, keepdims=True)
+    weights = np.where(finite, np.exp(logits.astype(np.float64) - peak.astype(np.float64)), 0.0)
+    return np.cumsum(weights, axis=1)
 
 
-def _sample_rows(cdf: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
-    """For each row's uniforms, the class whose cdf interval holds them: one searchsorted over
-    all rows at once, each row shifted by its index so the rows' intervals do not overlap."""
-    rows, classes = cdf.shape
-    shift = np.arange(rows, dtype=np.float64)[:, None]
-    positions = np.searchsorted((cdf + shift).ravel(), (uniforms + shift).ravel(), side="right")
-    positions = positions.reshape(uniforms.shape) - (shift * classes).astype(np.int64)
-    return np.clip(positions, 0, classes - 1)
+def _sample_rows(cdf: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Per row, for each target the number of cdf entries <= it (C++'s upper_bound). Row by row:
+    shifting rows into one sorted array would round the values being compared."""
+    return np.stack([np.searchsorted(row, wanted, side="right") for row, wanted in zip(cdf, targets)])
