@@ -39,8 +39,8 @@ OPTIMIZERS: dict[str, tuple[str, tuple[tuple[str, bool], ...], bool, bool]] = {
 
 
 def sparse_inputs(optimizer: str) -> list[str]:
-    """The sparse form's inputs: `indices` right after the gradient (ProximalGradientDescent's
-    `delta` becomes `grad`), except that the momentum family keeps `momentum` last."""
+    """The sparse form's inputs: `indices` right after the gradient (so Momentum's `momentum`
+    follows it), and ProximalGradientDescent's `delta` is called `grad`."""
     names = OPTIMIZERS[optimizer][0].replace("delta", "grad").split()
     position = names.index("grad") + 1
     return names[:position] + ["indices"] + names[position:]

@@ -221,11 +221,9 @@ SPARSE_UPDATES = {**UPDATES, "Momentum": _sparse_momentum, "RMSProp": _sparse_rm
 
 # --- the generic kernel -------------------------------------------------------------------------
 
-def _slot_variable(ctx, value, resource: bool, name: str) -> Variable:
-    if resource:
-        handle, variable = _resource_variable(ctx, value)
-        return variable
-    return _variable_of_ref(ctx, value)
+def _slot_variable(ctx, value, resource: bool) -> Variable:
+    """The variable a slot input names: a resource handle, or a ref from a VariableV2."""
+    return _resource_variable(ctx, value)[1] if resource else _variable_of_ref(ctx, value)
 
 
 def _sparse_update(ctx, update, values: dict, slots: list[str], indices: np.ndarray, attrs) -> dict:
@@ -267,7 +265,7 @@ def _apply(ctx, inputs, attrs):
     variables = {}
     for name, value in zip(names, inputs):
         if name.startswith("*"):
-            variables[name[1:]] = _slot_variable(ctx, value, resource, name[1:])
+            variables[name[1:]] = _slot_variable(ctx, value, resource)
         else:
             xp_inputs["grad" if name == "delta" else name] = value
     # one lock at a time, in input order, as TensorFlow's MaybeLockVariableInputMutexesInOrder
