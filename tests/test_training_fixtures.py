@@ -100,3 +100,33 @@ def test_an_update_of_an_uninitialized_variable_fails_with_tensorflows_message()
     graph = from_graphdef(graph_io.load_graphdef(str(FIXTURES / "update_Momentum_sparse_ref" / "graph.pb")), "g")
     with pytest.raises(Exception, match="Attempting to use uninitialized variables: var"):
         Session(graph, threads=1).run([], targets=["train"])
+
+
+def _sparse_update_graph(indices):
+    """SparseApplyAdagrad on a 3x2 resource variable, with the given indices."""
+    from graphtool import dtypes
+    from graphtool.builder import GraphBuilder
+
+    builder = GraphBuilder()
+    f32 = dtypes.float32
+    handles = {}
+    for name in ("var", "accum"):
+        handles[name] = builder.op("VarHandleOp", [], name=name, dtype=f32, shape=[3, 2], shared_name=name)
+        builder.op("AssignVariableOp", [handles[name], np.full((3, 2), 0.5, np.float32)], name=f"init_{name}",
+                   dtype=f32)
+    grad = np.ones((len(indices), 2), np.float32).reshape(len(indices), 2)
+    builder.op("ResourceSparseApplyAdagrad", [handles["var"], handles["accum"], np.float32(0.1), grad,
+                                              np.asarray(indices, np.int32)], name="train")
+    builder.op("ReadVariableOp", [handles["var"]], name="read", dtype=f32)
+    return builder.graph
+
+
+def test_sparse_update_with_no_indices_changes_nothing_and_bad_indices_fail():
+    session = Session(_sparse_update_graph([]), threads=1)
+    session.run([], targets=["init_var", "init_accum"])
+    session.run([], targets=["train"])
+    np.testing.assert_array_equal(session.run(["read:0"]).values[0], np.full((3, 2), 0.5, np.float32))
+    session = Session(_sparse_update_graph([1, 3]), threads=1)
+    session.run([], targets=["init_var", "init_accum"])
+    with pytest.raises(Exception, match=r"indices\[1\] = 3 is not in \[0, 3\)"):
+        session.run([], targets=["train"])

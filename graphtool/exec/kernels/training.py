@@ -241,7 +241,7 @@ def _sparse_update(ctx, update, values: dict, slots: list[str], indices: np.ndar
     bad = (indices < 0) | (indices >= rows)
     if bad.any():
         position = int(np.argmax(bad))
-        ctx.fail(f"Index {int(indices[position])} at offset {position} in indices is out of range")
+        ctx.fail(f"indices[{position}] = {int(indices[position])} is not in [0, {rows})")
     new = {name: np.array(values[name]) for name in slots}
     # mention[k] = how many earlier entries of indices name the same row
     order = np.argsort(indices, kind="stable")
