@@ -68,7 +68,7 @@ def _int_bounds(ctx, minval, maxval, dims) -> tuple[int, int] | None:
     if _size(dims) == 0:
         return None
     if low >= high:
-        ctx.fail(f"Need minval < maxval: {low} >= {high}")
+        ctx.fail(f"Need minval < maxval, got {low} >= {high}")
     return low, high
 
 
