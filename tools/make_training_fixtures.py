@@ -155,7 +155,38 @@ def build_random_runs():
     return train, reads, [v.op.name for v in variables.values()]
 
 
+def build_generator_runs():
+    """tf.random.Generator's ops on a Philox state variable, chained by control dependencies (they
+    share the state): each run of `train` draws the next values and moves the state on."""
+    from tensorflow.python.ops import gen_stateful_random_ops as ops
+
+    state = tf1.get_variable("rng_state", initializer=np.array([5, 2**40, 77], np.int64), use_resource=True)
+    draws, previous = {}, []
+    for name, make in (
+            ("uniform", lambda: ops.stateful_uniform(state.handle, 1, [3, 101], dtype=tf.float32)),
+            ("normal_f64", lambda: ops.stateful_standard_normal_v2(state.handle, 1, [7], dtype=tf.float64)),
+            ("truncated_f16", lambda: ops.stateful_truncated_normal(state.handle, 1, [41], dtype=tf.float16)),
+            ("ints", lambda: ops.stateful_uniform_int(state.handle, 1, [9], tf.constant(-3, tf.int64),
+                                                      tf.constant(2**40, tf.int64))),
+            ("full_u32", lambda: ops.stateful_uniform_full_int(state.handle, 1, [5], dtype=tf.uint32)),
+            ("read_and_skip", lambda: ops.rng_read_and_skip(state.handle, 1, tf.constant(3, tf.uint64)))):
+        with tf.control_dependencies(previous):
+            draws[name] = make()
+        previous = [draws[name]]
+    with tf.control_dependencies(previous):
+        skip = ops.rng_skip(state.handle, 1, tf.constant(2, tf.int64))
+    variables = {name: tf1.get_variable(f"v_{name}", initializer=tf.zeros_like(draw), use_resource=False)
+                 for name, draw in draws.items()}
+    train = tf.group(skip, *[variables[name].assign(draw) for name, draw in draws.items()], name="train")
+    tf1.global_variables_initializer()
+    reads = [tf.identity(v, name=f"read_{i}") for i, v in enumerate([state, *variables.values()])]
+    return train, reads, [v.op.name for v in [state, *variables.values()]]
+
+
 def main():
+    graph = tf.Graph()
+    with graph.as_default():
+        record(graph, "random_generator_runs", "random", True, False, *build_generator_runs(), exact=True)
     graph = tf.Graph()
     with graph.as_default():
         record(graph, "random_stateful_runs", "random", False, False, *build_random_runs(), exact=True)

@@ -8,5 +8,6 @@ not_differentiable(
     "StatelessRandomUniformV2", "StatelessRandomNormalV2", "StatelessTruncatedNormalV2",
     "StatelessRandomUniformIntV2", "StatelessRandomUniformFullIntV2", "StatelessRandomGetKeyCounter",
     "StatelessRandomGetKeyCounterAlg", "StatelessRandomGetAlg", "StatelessTruncatedNormal",
-    "StatelessRandomUniformInt", "StatelessRandomUniformFullInt",
+    "StatelessRandomUniformInt", "StatelessRandomUniformFullInt", "StatefulUniform", "StatefulStandardNormalV2",
+    "StatefulTruncatedNormal", "StatefulUniformInt", "StatefulUniformFullInt", "RngReadAndSkip", "RngSkip",
 )

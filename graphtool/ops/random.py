@@ -4,6 +4,8 @@ normal (those two, and the stateful random ops, are registered with the state fa
 V2 ops take the generator as data: a uint64 key [1], a uint64 counter [2] and an int32 algorithm
 (1 Philox, 2 ThreeFry, 3 auto-select), which StatelessRandomGetKeyCounter(Alg) derive from a seed.
 None is stateful but StatelessRandomGetAlg (TensorFlow marks it so: its value depends on the device).
+The Stateful*/Rng* ops of tf.random.Generator draw from the same streams, their key and counter kept
+in a resource variable.
 """
 from __future__ import annotations
 
@@ -71,3 +73,32 @@ register("StatelessRandomUniformInt", inputs=["shape: T", "seed: Tseed", "minval
 register("StatelessRandomUniformFullInt", inputs=["shape: T", "seed: Tseed"], outputs=["output: dtype"],
          attrs=[f"dtype: {_FULL_INT_DTYPES} = DT_UINT64", f"T: {_INDEX_DTYPES} = DT_INT32",
                 f"Tseed: {_FULL_INT_DTYPES} = DT_INT64"], shape=_stateless_random_shape)
+
+
+# TF2's tf.random.Generator: the state is a resource variable (int64 [3] for Philox: counter low,
+# counter high, key) that each op reads and moves on.
+def _stateful_v2_shape(ctx: InferenceContext) -> Shape:
+    ctx.with_rank(1, 0)
+    ctx.with_rank(2, 1)
+    return ctx.shape_from_tensor(2)
+
+
+def _stateful_v2_int_shape(ctx: InferenceContext) -> Shape:
+    ctx.with_rank(3, 0)
+    ctx.with_rank(4, 0)
+    return _stateful_v2_shape(ctx)
+
+
+_STATE_INPUTS = ["resource: resource", "algorithm: int64", "shape: shape_dtype"]
+for _name, _default in (("StatefulUniform", "DT_FLOAT"), ("StatefulStandardNormalV2", "DT_FLOAT"),
+                        ("StatefulTruncatedNormal", "DT_FLOAT"), ("StatefulUniformFullInt", "DT_UINT64")):
+    register(_name, inputs=_STATE_INPUTS, outputs=["output: dtype"],
+             attrs=[f"dtype: type = {_default}", "shape_dtype: type = DT_INT64"], shape=_stateful_v2_shape,
+             stateful=True)
+register("StatefulUniformInt", inputs=[*_STATE_INPUTS, "minval: dtype", "maxval: dtype"], outputs=["output: dtype"],
+         attrs=["dtype: type = DT_INT64", "shape_dtype: type = DT_INT64"], shape=_stateful_v2_int_shape,
+         stateful=True)
+register("RngReadAndSkip", inputs=["resource: resource", "alg: int32", "delta: uint64"], outputs=["value: int64"],
+         shape=lambda ctx: Shape([3]), stateful=True)
+register("RngSkip", inputs=["resource: resource", "algorithm: int64", "delta: int64"], shape=lambda ctx: [],
+         stateful=True)

@@ -17,7 +17,8 @@ import numpy as np
 from ...shapes import Shape
 from . import philox
 from .gpu_host_memory import device_holds
-from .registry import kernel
+from .registry import CPU, kernel
+from .state import _missing_variable, _resource_variable
 
 _RESERVE_MULTIPLE = 256           # Philox calls TensorFlow's PhiloxRandomOp reserves per output
 _PHILOX, _THREEFRY, _AUTO_SELECT = 1, 2, 3
@@ -203,6 +204,67 @@ def stateless_random_get_key_counter_alg(ctx, seed):
 @kernel("StatelessRandomGetAlg")
 def stateless_random_get_alg(ctx):
     return ctx.xp.asarray(np.int32(_PHILOX))
+
+
+# --- tf.random.Generator: state in a resource variable --------------------------------------------
+
+def _advance_state(ctx, resource, algorithm, calls: int):
+    """(generator at the state's position, the state's old value); the state moves on by `calls`."""
+    algorithm = int(_host(algorithm))
+    if algorithm != _PHILOX:
+        ctx.fail(f"Unsupported algorithm id: {algorithm}" + (" (ThreeFry has no CPU kernel in TensorFlow)"
+                                                              if algorithm == _THREEFRY else ""))
+    handle, variable = _resource_variable(ctx, resource)
+    with variable.lock:
+        if variable.value is None:
+            _missing_variable(ctx, handle)
+        old = np.array(_host(variable.value))
+        if old.dtype != np.int64 or old.ndim != 1 or old.size < 3:
+            ctx.fail(f"The RNG state must be an int64 vector of at least 3 elements, got {old.dtype} "
+                     f"{Shape(old.shape)}")
+        words = old.view(np.uint64)
+        generator = philox.Philox.from_key_counter(int(words[2]), (int(words[0]), int(words[1])))
+        key, (low, high) = generator.skipped(calls).key_counter_words()
+        new = old.copy()
+        new[:3] = np.array([low, high, key], np.uint64).view(np.int64)
+        variable.store(ctx.xp, ctx.xp.asarray(new))
+    return generator, old
+
+
+@kernel("StatefulUniform", "StatefulStandardNormalV2", "StatefulTruncatedNormal", devices=(CPU,))
+def stateful_random_float(ctx, resource, algorithm, shape, *, dtype, shape_dtype):
+    dims = _output_shape(ctx, shape)
+    sampler = {"StatefulUniform": philox.uniform, "StatefulStandardNormalV2": philox.normal,
+               "StatefulTruncatedNormal": philox.truncated_normal}[ctx.op]
+    generator, _ = _advance_state(ctx, resource, algorithm, _size(dims) * _RESERVE_MULTIPLE)
+    return _result(ctx, sampler(generator, _size(dims), ctx.out_dtype()).reshape(dims))
+
+
+@kernel("StatefulUniformInt", devices=(CPU,))
+def stateful_uniform_int(ctx, resource, algorithm, shape, minval, maxval, *, dtype, shape_dtype):
+    dims = _output_shape(ctx, shape)
+    _int_bounds(ctx, minval, maxval, dims)
+    generator, _ = _advance_state(ctx, resource, algorithm, _size(dims) * _RESERVE_MULTIPLE)
+    return ctx.xp.asarray(_int_values(ctx, generator, dims, minval, maxval))
+
+
+@kernel("StatefulUniformFullInt", devices=(CPU,))
+def stateful_uniform_full_int(ctx, resource, algorithm, shape, *, dtype, shape_dtype):
+    dims = _output_shape(ctx, shape)
+    generator, _ = _advance_state(ctx, resource, algorithm, _size(dims) * _RESERVE_MULTIPLE)
+    return ctx.xp.asarray(philox.full_int(generator, _size(dims), ctx.out_dtype()).reshape(dims))
+
+
+@kernel("RngReadAndSkip", devices=(CPU,))
+def rng_read_and_skip(ctx, resource, alg, delta):
+    _, old = _advance_state(ctx, resource, alg, int(_host(delta)) * _RESERVE_MULTIPLE)
+    return ctx.xp.asarray(old[:3])
+
+
+@kernel("RngSkip", devices=(CPU,))
+def rng_skip(ctx, resource, algorithm, delta):
+    _advance_state(ctx, resource, algorithm, int(_host(delta)) * _RESERVE_MULTIPLE)
+    return ()
 
 
 # --- multinomial --------------------------------------------------------------------------------
