@@ -5,7 +5,8 @@ TensorFlow left it, step by step.
 - `update_*` cases run one raw update op on a fixed gradient (every Apply op, ref and resource,
   dense and sparse with duplicate indices): bit-exact.
 - `random_stateful_runs` assigns stateful random draws to variables on each run: TensorFlow's
-  n-th draw of each seeded node, bit for bit.
+  n-th draw of each seeded node, bit for bit; `random_generator_runs` does so with
+  tf.random.Generator's ops, whose Philox state lives in a resource variable (read back too).
 - The TF1 training graphs (tf.compat.v1.train optimizers) also differentiate a loss; their
   MatMul gradients accumulate in another order than TensorFlow's, so values after 4 steps agree
   to float32 rounding (rtol 1e-5), not bit for bit."""
