@@ -131,12 +131,25 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
 @click.option("--check-numerics", is_flag=True, help="Fail on the first NaN/Inf, naming its node.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout.")
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
+@click.option("--init", "inits", multiple=True, metavar="NODE",
+              help="Run this node once first, in the same session (a variable initializer).")
+@click.option("--target", "targets", multiple=True, metavar="NODE",
+              help="Run this node (a training op) --steps times before fetching.")
+@click.option("--steps", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Runs of the --target nodes (without targets: runs of the fetches; the last is shown).")
 @common_options
 def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threads, timeout, expect, rtol, atol,
-            check_numerics, as_json, report, signature):
+            check_numerics, as_json, report, inits, targets, steps, signature):
     """Execute GRAPH and print or save the fetched tensors."""
     session, feeds, fetch_list = open_session(graph, feed_pairs, feeds_file, fetches, device, threads,
                                               check_numerics=check_numerics, signature=signature)
+    # Stateful graphs (training, random draws) evolve across runs of one session, as in
+    # TensorFlow: initializers once, then the targets step by step, then the fetches.
+    if inits:
+        session.run([], feeds, timeout=timeout, targets=list(inits))
+    for _ in range(steps if targets else steps - 1):
+        session.run([] if targets else fetch_list, feeds, timeout=timeout, targets=list(targets),
+                    allow_dead=not fetches)
     # Default fetches may lie on a cond branch this run does not take: those are reported as
     # dead, not an error. A fetch the user names must be live.
     result = session.run(fetch_list, feeds, timeout=timeout, allow_dead=not fetches, trace=bool(trace))

@@ -19,6 +19,8 @@ FAMILY_MODULES: tuple[str, ...] = (
     "tensor_array",
     "tensor_list",
     "state",
+    "random",
+    "training",
 )
 
 for _module in FAMILY_MODULES:

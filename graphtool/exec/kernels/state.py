@@ -1,4 +1,4 @@
-"""Kernels for variables (ref and resource) and random numbers.
+"""Kernels for variables (ref and resource).
 
 Variables live in the session's resource container (ctx.resources.session), so their values
 persist from one run of a Session to the next, as in TensorFlow's resource manager. A variable's
@@ -14,16 +14,12 @@ is never reused within the step). While a variable is uninitialized, VariableV2 
 `Uninitialized` marker: the ref-taking ops accept it, and any use of it as a value fails with
 TensorFlow's "Attempting to use uninitialized value x".
 
-Random ops draw from numpy Generators: one per node, kept in the session container, seeded from
-the node's (seed, seed2) attrs (fresh entropy when both are 0, as TensorFlow does), so a seeded
-node gives a reproducible sequence across runs. Values differ from TensorFlow's, distributions
-do not. The stateless ops seed a new generator from their `seed` input on every call.
+The random-number ops' kernels are in random.py.
 """
 from __future__ import annotations
 
 import threading
 
-import ml_dtypes
 import numpy as np
 
 from ...shapes import Shape
@@ -31,7 +27,6 @@ from .registry import KernelError, kernel
 from .tensor_array import type_name
 
 _DEFAULT_CONTAINER = "localhost"
-_UINT64_MASK = (1 << 64) - 1
 
 
 # --- variables ----------------------------------------------------------------------------------
@@ -234,131 +229,3 @@ def var_is_initialized_op(ctx, resource):
     _, variable = _resource_variable(ctx, resource)
     with variable.lock:
         return ctx.xp.asarray(variable.value is not None)
-
-
-# --- random numbers -----------------------------------------------------------------------------
-
-class _LockedGenerator:
-    """A numpy Generator one node draws from; iterations of a loop may draw at once."""
-
-    def __init__(self, seed: int, seed2: int):
-        entropy = None if seed == 0 and seed2 == 0 else [seed & _UINT64_MASK, seed2 & _UINT64_MASK]
-        self.generator = np.random.default_rng(entropy)
-        self.lock = threading.Lock()
-
-
-def _draw(ctx, seed: int, seed2: int, sample):
-    """sample(generator) with the node's session-long generator; the result on ctx's device."""
-    source = ctx.resources.session.lookup_or_create(("RandomGenerator", ctx.node_name),
-                                                    lambda: _LockedGenerator(seed, seed2))
-    with source.lock:
-        host = sample(source.generator)
-    return ctx.xp.asarray(host)
-
-
-def _stateless_draw(ctx, seed, sample):
-    if tuple(seed.shape) != (2,):
-        ctx.fail(f"seed must have shape [2], not {Shape(seed.shape)}")
-    entropy = [value & _UINT64_MASK for value in _host(seed).tolist()]
-    return ctx.xp.asarray(sample(np.random.default_rng(entropy)))
-
-
-def _host(array) -> np.ndarray:
-    return array if isinstance(array, np.ndarray) else array.get()   # cupy -> numpy
-
-
-def _output_shape(ctx, shape) -> tuple[int, ...]:
-    dims = _host(shape).reshape(-1).tolist()
-    for dim in dims:
-        if dim < 0:
-            ctx.fail(f"Dimension {dim} must be >= 0")
-    return tuple(int(dim) for dim in dims)
-
-
-def _uniform(generator, shape, dtype):
-    """Uniform in [0, 1): a random mantissa, exact in `dtype` (as TensorFlow draws them), so that
-    rounding can never produce 1.0 in half or bfloat16."""
-    bits = ml_dtypes.finfo(dtype).nmant
-    mantissas = generator.integers(0, 1 << bits, size=shape, dtype=np.int64)
-    return (mantissas * (1.0 / (1 << bits))).astype(dtype)
-
-
-def _normal(generator, shape, dtype):
-    return generator.standard_normal(shape).astype(dtype)
-
-
-def _truncated_normal(generator, shape, dtype):
-    """Standard normal with every value of magnitude 2 or more drawn again (TensorFlow's rule)."""
-    values = generator.standard_normal(shape)
-    outside = np.abs(values) >= 2.0
-    while outside.any():
-        values[outside] = generator.standard_normal(int(outside.sum()))
-        outside = np.abs(values) >= 2.0
-    return values.astype(dtype)
-
-
-_SAMPLERS = {"RandomUniform": _uniform, "RandomStandardNormal": _normal, "TruncatedNormal": _truncated_normal,
-             "StatelessRandomUniform": _uniform, "StatelessRandomNormal": _normal}
-
-
-@kernel("RandomUniform", "RandomStandardNormal", "TruncatedNormal")
-def random_float(ctx, shape, *, seed, seed2):
-    sampler, dims, dtype = _SAMPLERS[ctx.op], _output_shape(ctx, shape), ctx.out_dtype()
-    return _draw(ctx, seed, seed2, lambda generator: sampler(generator, dims, dtype))
-
-
-@kernel("StatelessRandomUniform", "StatelessRandomNormal")
-def stateless_random_float(ctx, shape, seed):
-    sampler, dims, dtype = _SAMPLERS[ctx.op], _output_shape(ctx, shape), ctx.out_dtype()
-    return _stateless_draw(ctx, seed, lambda generator: sampler(generator, dims, dtype))
-
-
-@kernel("RandomUniformInt")
-def random_uniform_int(ctx, shape, minval, maxval, *, seed, seed2):
-    dims, dtype = _output_shape(ctx, shape), ctx.out_dtype()
-    for name, bound in (("minval", minval), ("maxval", maxval)):
-        if bound.ndim != 0:
-            ctx.fail(f"{name} must be 0-D, got shape {Shape(bound.shape)}")
-    low, high = int(minval), int(maxval)
-    if np.prod(dims, dtype=np.int64) == 0:      # no values: any bounds will do
-        return ctx.xp.zeros(dims, dtype=dtype)
-    if low >= high:
-        ctx.fail(f"Need minval < maxval, got {low} >= {high}")
-    return _draw(ctx, seed, seed2, lambda generator: generator.integers(low, high, size=dims, dtype=dtype))
-
-
-@kernel("Multinomial")
-def multinomial(ctx, logits, num_samples, *, seed, seed2, T, output_dtype):
-    if logits.ndim != 2:
-        ctx.fail(f"logits should be a matrix, got shape {Shape(logits.shape)}")
-    count = int(num_samples)
-    if count < 0:
-        ctx.fail(f"num_samples should be nonnegative, got {count}")
-    batch, classes = logits.shape
-    if classes <= 0:
-        ctx.fail(f"num_classes should be positive, got {classes}")
-    cdf = _row_cdf(_host(logits).astype(np.float64))
-    return _draw(ctx, seed, seed2,
-                 lambda generator: _sample_rows(cdf, generator.random((batch, count))).astype(ctx.out_dtype()))
-
-
-def _row_cdf(logits: np.ndarray) -> np.ndarray:
-    """Per row, the cumulative softmax probabilities ending at exactly 1; non-finite logits (-inf)
-    get probability 0."""
-    finite = np.isfinite(logits)
-    peak = np.max(np.where(finite, logits, -np.inf), axis=1, keepdims=True)
-    peak = np.where(np.isfinite(peak), peak, 0.0)
-    weights = np.where(finite, np.exp(logits - peak), 0.0)
-    cdf = np.cumsum(weights, axis=1)
-    total = cdf[:, -1:]
-    return cdf / np.where(total > 0, total, 1.0)
-
-
-def _sample_rows(cdf: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
-    """For each row's uniforms, the class whose cdf interval holds them: one searchsorted over
-    all rows at once, each row shifted by its index so the rows' intervals do not overlap."""
-    rows, classes = cdf.shape
-    shift = np.arange(rows, dtype=np.float64)[:, None]
-    positions = np.searchsorted((cdf + shift).ravel(), (uniforms + shift).ravel(), side="right")
-    positions = positions.reshape(uniforms.shape) - (shift * classes).astype(np.int64)
-    return np.clip(positions, 0, classes - 1)
