@@ -17,6 +17,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "tensor_array",
     "tensor_list",
     "state",
+    "image",
 )
 
 for _module in FAMILY_MODULES:

@@ -1,0 +1,128 @@
+"""NonMaxSuppressionV3/V4/V5: greedy selection of boxes by score (non_max_suppression_op.cc).
+
+Candidates above score_threshold are visited best first (ties: lower box index first). A
+candidate is compared with the boxes selected since it was last looked at, newest first: in hard
+mode an IoU above iou_threshold drops it; in soft mode (V5 with soft_nms_sigma > 0) each overlap
+scales its score by exp(-0.5 * iou^2 / sigma), and a candidate whose score changed goes back into
+the queue while it stays above the threshold. The arithmetic is in the score type T (float16 or
+float32), IoU in float32, as TensorFlow's kernel does. This is host work on small inputs.
+"""
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from .nn_common import shape_text
+from .registry import CPU, kernel
+
+
+def _scalar(ctx, value, name: str, dtype):
+    array = np.asarray(value)
+    if array.ndim != 0:
+        ctx.fail(f"{name} must be 0-D, got shape {shape_text(array.shape)}")
+    return dtype(array.item())
+
+
+def _iou_matrix(boxes) -> np.ndarray:
+    """[n, n] float32 IoU with TensorFlow's conventions: corners may come in either order and
+    a box without area overlaps nothing."""
+    b = np.asarray(boxes, np.float32)
+    y_min, y_max = np.minimum(b[:, 0], b[:, 2]), np.maximum(b[:, 0], b[:, 2])
+    x_min, x_max = np.minimum(b[:, 1], b[:, 3]), np.maximum(b[:, 1], b[:, 3])
+    area = (y_max - y_min) * (x_max - x_min)
+    height = np.maximum(np.minimum(y_max[:, None], y_max[None, :]) - np.maximum(y_min[:, None], y_min[None, :]),
+                        np.float32(0))
+    width = np.maximum(np.minimum(x_max[:, None], x_max[None, :]) - np.maximum(x_min[:, None], x_min[None, :]),
+                       np.float32(0))
+    intersection = height * width
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = intersection / (area[:, None] + area[None, :] - intersection)
+    empty = (area[:, None] <= 0) | (area[None, :] <= 0)
+    return np.where(empty, np.float32(0), iou).astype(np.float32)
+
+
+def _select(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold, soft_nms_sigma, dtype):
+    """(selected indices, their final scores) in selection order."""
+    output_size = _scalar(ctx, max_output_size, "max_output_size", int)
+    if output_size < 0:
+        ctx.fail("output size must be non-negative")
+    iou_threshold = _scalar(ctx, iou_threshold, "iou_threshold", dtype)
+    if not 0 <= iou_threshold <= 1:
+        ctx.fail("iou_threshold must be in [0, 1]")
+    score_threshold = _scalar(ctx, score_threshold, "score_threshold", dtype)
+    boxes, scores = np.asarray(boxes), np.asarray(scores)
+    if boxes.ndim != 2 or boxes.shape[1] != 4:
+        ctx.fail(f"boxes must be 2-D [num_boxes, 4], got shape {shape_text(boxes.shape)}")
+    if scores.ndim != 1 or scores.shape[0] != boxes.shape[0]:
+        ctx.fail(f"scores has incompatible shape {shape_text(scores.shape)} for {boxes.shape[0]} boxes")
+    soft = soft_nms_sigma > 0
+    scale = dtype(-0.5) / soft_nms_sigma if soft else dtype(0)
+    iou = _iou_matrix(boxes)
+    # heapq is a min-heap: order by (-score, index) so ties pick the lower index.
+    queue = [(-dtype(s), i, 0) for i, s in enumerate(scores.astype(dtype)) if s > score_threshold]
+    heapq.heapify(queue)
+    selected, selected_scores = [], []
+    while len(selected) < output_size and queue:
+        negative, index, checked_from = heapq.heappop(queue)
+        original = score = dtype(-negative)
+        suppressed = False
+        for j in range(len(selected) - 1, checked_from - 1, -1):
+            similarity = dtype(iou[index, selected[j]])
+            weight = np.exp(scale * similarity * similarity).astype(dtype)
+            if not soft and similarity > iou_threshold:
+                suppressed = True
+                break
+            score = dtype(score * (weight if soft or similarity <= iou_threshold else dtype(0)))
+            if score <= score_threshold:
+                break
+        if suppressed:
+            continue
+        if score == original:
+            selected.append(index)
+            selected_scores.append(score)
+        elif score > score_threshold:
+            heapq.heappush(queue, (-score, index, len(selected)))
+    return selected, selected_scores
+
+
+def _padded(values, length: int, pad: bool, dtype):
+    array = np.asarray(values, dtype).reshape(-1)
+    if pad and array.size < length:
+        array = np.concatenate([array, np.zeros(length - array.size, dtype)])
+    return array
+
+
+def _score_type(scores):
+    return np.float16 if np.asarray(scores).dtype == np.float16 else np.float32
+
+
+@kernel("NonMaxSuppressionV3", devices=(CPU,))
+def non_max_suppression_v3(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold):
+    dtype = _score_type(scores)
+    selected, _ = _select(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold, dtype(0), dtype)
+    return np.asarray(selected, np.int32)
+
+
+@kernel("NonMaxSuppressionV4", devices=(CPU,))
+def non_max_suppression_v4(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold, *,
+                           pad_to_max_output_size):
+    dtype = _score_type(scores)
+    selected, _ = _select(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold, dtype(0), dtype)
+    length = int(np.asarray(max_output_size))
+    return (_padded(selected, length, pad_to_max_output_size, np.int32), np.int32(len(selected)))
+
+
+@kernel("NonMaxSuppressionV5", devices=(CPU,))
+def non_max_suppression_v5(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold,
+                           soft_nms_sigma, *, pad_to_max_output_size):
+    dtype = _score_type(scores)
+    sigma = _scalar(ctx, soft_nms_sigma, "soft_nms_sigma", dtype)
+    if sigma < 0:
+        ctx.fail("soft_nms_sigma_val must be >= 0")
+    selected, chosen_scores = _select(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold,
+                                      sigma, dtype)
+    length = int(np.asarray(max_output_size))
+    return (_padded(selected, length, pad_to_max_output_size, np.int32),
+            _padded(chosen_scores, length, pad_to_max_output_size, ctx.out_dtype(1)),
+            np.int32(len(selected)))
