@@ -188,7 +188,9 @@ COLOURS = np.array([[[[0.2, 0.4, 0.6], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0
 @case("op_image_color", FAMILY,
       "RGBToHSV and HSVToRGB (float16/bfloat16/float32/float64, greys and primaries where the hue is "
       "undefined or wraps), AdjustContrastv2, AdjustSaturation and AdjustHue (float32, the only CPU type; "
-      "factors below, above 1 and negative, hue deltas wrapping both ways).", rtol=1e-5, atol=2e-3)
+      "factors below, above 1 and negative, hue deltas wrapping both ways).", rtol=1e-5, atol=4e-3,
+      notes="atol covers one bfloat16 ulp near 1 (0.0039) on one RGBToHSV hue: Eigen's rounding of the "
+            "intermediate bfloat16 values is not reproduced exactly; float16/32/64 agree to 1e-5.")
 def op_image_color(b):
     rgb = b.placeholder("rgb", np.concatenate([COLOURS, b.uniform(0, 1, 1, 3, 4, 3)], axis=0))
     hsv = b.placeholder("hsv", b.uniform(0, 1, 2, 3, 5, 3))

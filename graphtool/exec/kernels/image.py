@@ -338,4 +338,4 @@ def extract_image_patches(ctx, images, *, ksizes, strides, rates, padding):
     padded = xp.pad(images, ((0, 0), (0, 1), (0, 1), (0, 0)))
     patches = padded[:, xp.asarray(rows)[:, None, :, None], xp.asarray(cols)[None, :, None, :]]
     # [B, out_rows, out_cols, k_rows, k_cols, depth] -> the patch flattened in (row, col, depth) order
-    return patches.reshape(batch, rows.shape[0], cols.shape[0], -1)
+    return patches.reshape(batch, rows.shape[0], cols.shape[0], rows.shape[1] * cols.shape[1] * depth)

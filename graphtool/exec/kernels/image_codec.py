@@ -31,12 +31,15 @@ def _contents(ctx, contents) -> bytes:
     return value if isinstance(value, bytes) else bytes(value)
 
 
-def _open(ctx, data: bytes, kind: str):
+def _open(ctx, data: bytes, kind: str, ratio: int = 1):
+    """The decoded image; JPEGs with `ratio` > 1 are decoded at 1/ratio scale by the IDCT."""
     Image = _pillow(ctx)
     try:
         image = Image.open(io.BytesIO(data))
         if image.format != kind:
             ctx.fail(f"Got {image.format or 'unknown format'} data where {kind} was expected")
+        if ratio > 1:
+            image.draft(image.mode, (-(-image.width // ratio), -(-image.height // ratio)))
         image.load()
     except (OSError, SyntaxError, ValueError) as exc:
         ctx.fail(f"Invalid {kind} data: {exc}")
@@ -52,24 +55,49 @@ def _check_channels(ctx, channels: int, allowed) -> None:
         ctx.fail(f"channels must be one of {sorted(allowed)}, got {channels}")
 
 
+def _to_grey(rgb, bits: int):
+    """libpng's png_set_rgb_to_gray with TensorFlow's weights 0.299 and 0.587: libpng truncates
+    them to 15-bit fixed point (9797, 19234, and 3737 for blue, the rest of 32768) and truncates
+    the weighted sum."""
+    r, g, b = (rgb[..., i].astype(np.int64) for i in range(3))
+    grey = (9797 * r + 19234 * g + 3737 * b) >> 15
+    return grey.astype(np.uint16 if bits == 16 else np.uint8)[..., None]
+
+
+def _png_channels(values, channels: int, bits: int):
+    """[H, W, C] samples converted to `channels` as libpng's transforms do: grey expands to RGB,
+    alpha is added opaque or stripped (never composited), colour becomes grey by luminance."""
+    if channels == 0 or channels == values.shape[-1]:
+        return values
+    opaque = np.full(values.shape[:-1] + (1,), (1 << bits) - 1, values.dtype)
+    has_alpha = values.shape[-1] in (2, 4)
+    colour = values.shape[-1] >= 3
+    base = values[..., :-1] if has_alpha else values
+    alpha = values[..., -1:] if has_alpha else opaque
+    if channels in (1, 2):
+        grey = _to_grey(base, bits) if colour else base
+        return grey if channels == 1 else np.concatenate([grey, alpha], axis=-1)
+    rgb = base if colour else np.concatenate([base] * 3, axis=-1)
+    return rgb if channels == 3 else np.concatenate([rgb, alpha], axis=-1)
+
+
 @kernel("DecodePng", devices=(CPU,))
 def decode_png(ctx, contents, *, channels, dtype):
     _check_channels(ctx, channels, (0, 1, 2, 3, 4))
     image = _open(ctx, _contents(ctx, contents), "PNG")
     if image.mode == "P":     # palette images expand to RGB, or RGBA when the palette has alpha
         image = image.convert("RGBA" if "transparency" in image.info else "RGB")
+    elif image.mode == "1":
+        image = image.convert("L")
     sixteen_bit = image.mode.startswith("I")
     if sixteen_bit:
-        grey = np.asarray(image, dtype=np.uint32).astype(np.uint16)[..., None]
-        opaque = np.full_like(grey, 65535)
-        layout = {0: [grey], 1: [grey], 2: [grey, opaque], 3: [grey] * 3, 4: [grey] * 3 + [opaque]}
-        values = np.concatenate(layout[channels], axis=-1)
+        values = np.asarray(image, dtype=np.uint32).astype(np.uint16)
     else:
-        mode = {0: image.mode if image.mode in ("L", "LA", "RGB", "RGBA") else "RGB", 1: "L", 2: "LA",
-                3: "RGB", 4: "RGBA"}[channels]
-        values = np.asarray(image.convert(mode), dtype=np.uint8)
-        if values.ndim == 2:
-            values = values[..., None]
+        values = np.asarray(image if image.mode in ("L", "LA", "RGB", "RGBA") else image.convert("RGB"),
+                            dtype=np.uint8)
+    if values.ndim == 2:
+        values = values[..., None]
+    values = _png_channels(values, channels, 16 if sixteen_bit else 8)
     want16 = np.dtype(ctx.out_dtype(0)) == np.uint16
     if want16 and not sixteen_bit:
         return values.astype(np.uint16) * np.uint16(257)     # 8-bit samples widen to 16 bits
@@ -84,9 +112,7 @@ def decode_jpeg(ctx, contents, *, channels, ratio, fancy_upscaling, try_recover_
     _check_channels(ctx, channels, (0, 1, 3))
     if ratio not in (1, 2, 4, 8):
         ctx.fail(f"ratio must be 1, 2, 4, or 8, got {ratio}")
-    image = _open(ctx, _contents(ctx, contents), "JPEG")
-    if ratio > 1:
-        image.draft(image.mode, (-(-image.width // ratio), -(-image.height // ratio)))
+    image = _open(ctx, _contents(ctx, contents), "JPEG", ratio)
     mode = {0: "L" if _channels_of(image.mode) == 1 else "RGB", 1: "L", 3: "RGB"}[channels]
     values = np.asarray(image.convert(mode), dtype=np.uint8)
     return values[..., None] if values.ndim == 2 else values
@@ -107,7 +133,8 @@ def encode_png(ctx, image, *, compression):
     if image.dtype == np.uint16:
         if channels != 1:
             ctx.fail("EncodePng of 16-bit images supports one channel only here (Pillow has no 16-bit colour)")
-        Image.fromarray(np.ascontiguousarray(image[..., 0]).astype("<u2"), "I;16").save(
+        height, width = image.shape[:2]
+        Image.frombytes("I;16", (width, height), image[..., 0].astype("<u2").tobytes()).save(
             buffer, "PNG", compress_level=level)
     else:
         mode = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}[channels]
