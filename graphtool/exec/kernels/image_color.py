@@ -36,16 +36,22 @@ def _to_hsv(xp, images, dtype):
     return hue.astype(dtype), saturation.astype(dtype), value
 
 
+def _array_module(ctx, images):
+    """numpy for host arrays: on a GPU, bfloat16 images stay in host memory (cupy has no bfloat16)."""
+    return np if isinstance(images, np.ndarray) else ctx.xp
+
+
 @kernel("RGBToHSV")
 def rgb_to_hsv(ctx, images):
+    xp = _array_module(ctx, images)
     _check_rgb(ctx, images)
     dtype = images.dtype.type
-    return ctx.xp.stack(_to_hsv(ctx.xp, images, dtype), axis=-1).astype(images.dtype)
+    return xp.stack(_to_hsv(xp, images, dtype), axis=-1).astype(images.dtype)
 
 
 @kernel("HSVToRGB")
 def hsv_to_rgb(ctx, images):
-    xp = ctx.xp
+    xp = _array_module(ctx, images)
     _check_rgb(ctx, images)
     dtype = images.dtype.type
     h, s, v = images[..., 0], images[..., 1], images[..., 2]
