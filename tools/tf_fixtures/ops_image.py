@@ -42,7 +42,7 @@ BOX_IND = np.array([0, 1, 1, 0, 1], np.int32)
 def op_image_crop_and_resize(b):
     image = b.placeholder("image", b.uniform(-5, 5, 2, 5, 6, 3))
     boxes = b.placeholder("boxes", BOXES)
-    box_ind = b.placeholder("box_ind", BOX_IND)
+    box_ind = tf.constant(BOX_IND, name="box_ind")   # a Const, so `optimize --verify`'s random feeds stay valid
     for method in ("bilinear", "nearest"):
         for label, size in (("3x4", [3, 4]), ("1x1", [1, 1])):
             for extrapolation in (0.0, -1.0):
@@ -227,7 +227,8 @@ def op_image_png(b):
                "rgba": rng.integers(0, 256, (3, 4, 4)).astype(np.uint8),
                "grey16": rng.integers(0, 65536, (4, 6, 1)).astype(np.uint16)}
     for name, pixels in sources.items():
-        contents = b.placeholder(f"png_{name}", np.array(_encoded("EncodePng", pixels)))
+        # Consts, as files read into a graph are: random strings would not decode under --verify.
+        contents = tf.constant(_encoded("EncodePng", pixels), name=f"png_{name}")
         for channels in (0, 1, 3, 4):
             for dtype in (tf.uint8, tf.uint16):
                 b.raw("DecodePng", f"decode_{name}_c{channels}_{dtype.name}", contents=contents,
@@ -253,7 +254,7 @@ def op_image_jpeg(b):
     sources = {"rgb": _encoded("EncodeJpeg", noisy, quality=90),
                "grey": _encoded("EncodeJpeg", noisy[..., :1], quality=95)}
     for name, data in sources.items():
-        contents = b.placeholder(f"jpeg_{name}", np.array(data))
+        contents = tf.constant(data, name=f"jpeg_{name}")
         for label, attrs in (("c0", {}), ("c1", {"channels": 1}), ("c3", {"channels": 3}),
                              ("ratio2", {"ratio": 2}), ("accurate", {"dct_method": "INTEGER_ACCURATE"})):
             decoded = R.DecodeJpeg(contents=contents, name=f"decode_{name}_{label}", **attrs)
