@@ -75,9 +75,11 @@ def _extract_image_patches_shape(ctx: InferenceContext) -> Shape:
         ctx.fail("ExtractImagePatches is only supported across rows and cols")
     depth = None if images[3] is None else images[3] * ksizes[1] * ksizes[2]
     out = [images[0]]
+    # Like TensorFlow, one unknown spatial size leaves both output sizes unknown.
+    known = images[1] is not None and images[2] is not None
     for axis in (1, 2):
         size, effective = images[axis], ksizes[axis] + (ksizes[axis] - 1) * (rates[axis] - 1)
-        if size is None:
+        if not known:
             out.append(None)
         elif ctx.attr("padding") == "VALID":
             out.append(max((size - effective + strides[axis]) // strides[axis], 0))

@@ -2,8 +2,9 @@
 dftool[image]`; graphs without these ops never import it).
 
 PNG is lossless, so decoding agrees with TensorFlow bit for bit. JPEG decoding depends on the
-IDCT: TensorFlow's default dct_method is libjpeg's fast integer transform, Pillow's the accurate
-one, so pixels may differ by a few levels (tests state the tolerance). The string tensors are
+IDCT (see decode_jpeg): bit-exact for grey images or output, INTEGER_ACCURATE and
+fancy_upscaling=False;
+colour images with TensorFlow's defaults differ by a few levels (the fixture measures at most 3). The string tensors are
 numpy object arrays of bytes.
 """
 from __future__ import annotations
@@ -31,15 +32,20 @@ def _contents(ctx, contents) -> bytes:
     return value if isinstance(value, bytes) else bytes(value)
 
 
-def _open(ctx, data: bytes, kind: str, ratio: int = 1):
-    """The decoded image; JPEGs with `ratio` > 1 are decoded at 1/ratio scale by the IDCT."""
+def _open(ctx, data: bytes, kind: str, ratio: int = 1, fast_idct=None, grey: bool = False):
+    """The decoded image. JPEGs are decoded at 1/ratio scale by the IDCT; `fast_idct(image)` says
+    whether to use libjpeg's fast integer IDCT, which Pillow's decoder selects (together with
+    plain chroma upsampling) in its draft mode; with `grey`, libjpeg decodes the luma only."""
     Image = _pillow(ctx)
     try:
         image = Image.open(io.BytesIO(data))
         if image.format != kind:
             ctx.fail(f"Got {image.format or 'unknown format'} data where {kind} was expected")
-        if ratio > 1:
-            image.draft(image.mode, (-(-image.width // ratio), -(-image.height // ratio)))
+        if kind == "JPEG":
+            image.draft("L" if grey else image.mode,
+                        (-(-image.width // ratio), -(-image.height // ratio)) if ratio > 1 else None)
+            if fast_idct(image):
+                image.decoderconfig = (image.decoderconfig[0], 1)   # (scale, draft)
         image.load()
     except (OSError, SyntaxError, ValueError) as exc:
         ctx.fail(f"Invalid {kind} data: {exc}")
@@ -112,7 +118,15 @@ def decode_jpeg(ctx, contents, *, channels, ratio, fancy_upscaling, try_recover_
     _check_channels(ctx, channels, (0, 1, 3))
     if ratio not in (1, 2, 4, 8):
         ctx.fail(f"ratio must be 1, 2, 4, or 8, got {ratio}")
-    image = _open(ctx, _contents(ctx, contents), "JPEG", ratio)
+    # TensorFlow's default IDCT is libjpeg's fast integer one (dct_method '' or INTEGER_FAST).
+    # Pillow reaches it only with plain chroma upsampling, so it is bit-exact for grey JPEGs and
+    # for fancy_upscaling=False; colour JPEGs with fancy upsampling use the accurate IDCT (a few
+    # levels off the fast one), and INTEGER_ACCURATE is exact.
+    fast = dct_method != "INTEGER_ACCURATE"
+
+    def fast_idct(image):   # grey output needs no chroma upsampling
+        return fast and (image.mode == "L" or not fancy_upscaling)
+    image = _open(ctx, _contents(ctx, contents), "JPEG", ratio, fast_idct, grey=channels == 1)
     mode = {0: "L" if _channels_of(image.mode) == 1 else "RGB", 1: "L", 3: "RGB"}[channels]
     values = np.asarray(image.convert(mode), dtype=np.uint8)
     return values[..., None] if values.ndim == 2 else values
