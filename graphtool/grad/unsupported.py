@@ -43,7 +43,6 @@ NO_GRADIENT: dict[str, str] = {
     "CollectiveBcastRecv": "collectives are not differentiated",
     **{op: "TensorFlow registers no gradient for it" for op in (
         "ResizeArea", "AdjustContrastv2", "AdjustSaturation", "AdjustHue", "HSVToRGB")},
-    "RGBToHSV": "TensorFlow's gradient (image_grad.py) is not implemented here yet",
     **{op: "second derivative of an image op: TensorFlow has none either" for op in (
         "CropAndResizeGradImage", "CropAndResizeGradBoxes", "ResizeBicubicGrad")},
 }

@@ -25,6 +25,9 @@ CASES: dict[str, list[Case]] = {
         Case([Rand((1, 4, 5, 1)), np.array([7, 8], np.int32)], attrs={"half_pixel_centers": True}, **F32_OUTPUT),
         Case([Rand((1, 5, 4, 1)), np.array([3, 6], np.int32)], attrs={"align_corners": True}, **F32_OUTPUT),
     ],
+    # Distinct channel values (no ties between max and min) away from 0.
+    "RGBToHSV": [Case([Rand((2, 4, 3), 0.1, 1.0, distinct=True)]),
+                 Case([Rand((3, 3), 0.1, 1.0, distinct=True)], dtype="float32")],
     "ExtractImagePatches": [
         Case([Rand((2, 5, 6, 2))], attrs={"ksizes": [1, 3, 2, 1], "strides": [1, 2, 2, 1], "rates": [1, 1, 2, 1],
                                           "padding": "SAME"}),

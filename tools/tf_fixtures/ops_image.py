@@ -163,7 +163,7 @@ def op_image_resize_bicubic_grad(b):
 
 @case("op_image_patches", FAMILY,
       "ExtractImagePatches SAME and VALID with strides, rates, 1x1 patches and a patch larger than the "
-      "image, on float, integer and complex images.", rtol=1e-6, atol=1e-6)
+      "image, on every type TensorFlow registers on the CPU (bool has no kernel).", rtol=1e-6, atol=1e-6)
 def op_image_patches(b):
     images = b.placeholder("images", b.normal(2, 6, 7, 3))
     for label, ksizes, strides, rates in (("3x3", [3, 3], [1, 1], [1, 1]), ("2x3_stride2", [2, 3], [2, 2], [1, 1]),
@@ -172,11 +172,17 @@ def op_image_patches(b):
         for padding in ("SAME", "VALID"):
             b.raw("ExtractImagePatches", f"patches_{label}_{padding.lower()}", images=images,
                   ksizes=[1, *ksizes, 1], strides=[1, *strides, 1], rates=[1, *rates, 1], padding=padding)
-    for name, value in (("int32", b.integers(-9, 9, 1, 4, 4, 2)), ("uint8", b.integers(0, 255, 1, 4, 4, 2)),
-                        ("int64", b.integers(-9, 9, 1, 4, 4, 2).astype(np.int64)),
-                        ("complex64", (b.normal(1, 4, 4, 2) + 1j * b.normal(1, 4, 4, 2)).astype(np.complex64))):
-        b.raw("ExtractImagePatches", f"patches_{name}", images=b.placeholder(f"images_{name}", value),
+    small = b.integers(-9, 9, 1, 4, 4, 2)
+    for dtype in ("float16", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                  "complex64", "complex128"):
+        value = np.abs(small) if dtype.startswith("uint") else small
+        if dtype.startswith("complex"):
+            value = small + 1j * small[..., ::-1]
+        b.raw("ExtractImagePatches", f"patches_{dtype}", images=b.placeholder(f"images_{dtype}", value.astype(dtype)),
               ksizes=[1, 2, 2, 1], strides=[1, 1, 2, 1], rates=[1, 1, 1, 1], padding="SAME")
+    bf16 = R.ExtractImagePatches(images=tf.cast(images, tf.bfloat16), ksizes=[1, 2, 2, 1], strides=[1, 1, 2, 1],
+                                 rates=[1, 1, 1, 1], padding="SAME", name="patches_bfloat16")
+    b.fetch(tf.cast(bf16, tf.float32), "patches_bfloat16_as_float")
     b.skip("ExtractImagePatches", "T=bool is in the op definition but TensorFlow registers no CPU kernel for it")
 
 
@@ -304,3 +310,12 @@ def detection_postprocess(b):
     b.fetch(tf.concat(classes, 0, name="detection_classes"))
     rois = tf.image.crop_and_resize(features, detections, tf.zeros(tf.shape(detections)[:1], tf.int32), [4, 4])
     b.fetch(tf.reduce_mean(rois, axis=[1, 2], name="roi_features"))
+
+
+@case("op_image_rgb_to_hsv_grad", FAMILY,
+      "tf.gradients through tf.image.rgb_to_hsv (hue, saturation and value all weighted) on colours "
+      "whose maximum is red, green or blue in turn.", rtol=1e-4, atol=1e-5)
+def op_image_rgb_to_hsv_grad(b):
+    rgb = b.placeholder("rgb", b.uniform(0.05, 1.0, 2, 3, 4, 3))
+    hsv = tf.image.rgb_to_hsv(rgb)
+    b.differentiate(tf.reduce_sum(hsv * b.normal(2, 3, 4, 3), name="loss"), [rgb])

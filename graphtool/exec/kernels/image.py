@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import image_codec, image_color, image_nms  # noqa: F401  (registration)
+from .image_color import array_module_for
 from .nn_common import host_ints, shape_text
 from .nn_image import _check_resize, _output_size, _resize_scale
 from .registry import CPU, kernel
@@ -326,7 +327,7 @@ def _patch_axis(size: int, ksize: int, stride: int, rate: int, padding: str):
 
 @kernel("ExtractImagePatches", expensive=True)
 def extract_image_patches(ctx, images, *, ksizes, strides, rates, padding):
-    xp = ctx.xp
+    xp = array_module_for(ctx, images)
     if images.ndim != 4:
         ctx.fail(f"input must be 4-dimensional{shape_text(images.shape)}")
     if any(v[0] != 1 or v[3] != 1 for v in (ksizes, strides, rates)):

@@ -36,14 +36,14 @@ def _to_hsv(xp, images, dtype):
     return hue.astype(dtype), saturation.astype(dtype), value
 
 
-def _array_module(ctx, images):
+def array_module_for(ctx, images):
     """numpy for host arrays: on a GPU, bfloat16 images stay in host memory (cupy has no bfloat16)."""
     return np if isinstance(images, np.ndarray) else ctx.xp
 
 
 @kernel("RGBToHSV")
 def rgb_to_hsv(ctx, images):
-    xp = _array_module(ctx, images)
+    xp = array_module_for(ctx, images)
     _check_rgb(ctx, images)
     dtype = images.dtype.type
     return xp.stack(_to_hsv(xp, images, dtype), axis=-1).astype(images.dtype)
@@ -51,7 +51,7 @@ def rgb_to_hsv(ctx, images):
 
 @kernel("HSVToRGB")
 def hsv_to_rgb(ctx, images):
-    xp = _array_module(ctx, images)
+    xp = array_module_for(ctx, images)
     _check_rgb(ctx, images)
     dtype = images.dtype.type
     h, s, v = images[..., 0], images[..., 1], images[..., 2]
