@@ -222,7 +222,7 @@ def _encoded(op_type, value, **attrs):
 
 
 @case("op_image_png", FAMILY,
-      "DecodePng of TensorFlow-encoded grey, grey+alpha, RGB, RGBA and 16-bit grey PNGs with "
+      "DecodePng of TensorFlow-encoded grey, grey+alpha, RGB, RGBA PNGs in 8 and 16 bits with "
       "channels 0/1/3/4 and dtype uint8/uint16 (8-bit widened, 16-bit narrowed); EncodePng round "
       "trips (8- and 16-bit, compression 0 and 9) decoded again. PNG is lossless: exact.")
 def op_image_png(b):
@@ -231,7 +231,11 @@ def op_image_png(b):
                "grey_alpha": rng.integers(0, 256, (4, 3, 2)).astype(np.uint8),
                "rgb": rng.integers(0, 256, (6, 5, 3)).astype(np.uint8),
                "rgba": rng.integers(0, 256, (3, 4, 4)).astype(np.uint8),
-               "grey16": rng.integers(0, 65536, (4, 6, 1)).astype(np.uint16)}
+               "grey16": rng.integers(0, 65536, (4, 6, 1)).astype(np.uint16),
+               "rgb16": rng.integers(0, 65536, (5, 4, 3)).astype(np.uint16),
+               # smooth ramps, for which libpng picks the Sub, Up, Average and Paeth row filters
+               "rgba16": (np.mgrid[0:9, 0:7, 0:4].sum(0) * 3000 + rng.integers(0, 40, (9, 7, 4))).astype(np.uint16),
+               "grey_alpha16": (np.mgrid[0:6, 0:8, 0:2].prod(0) * 900).astype(np.uint16)}
     for name, pixels in sources.items():
         # Consts, as files read into a graph are: random strings would not decode under --verify.
         contents = tf.constant(_encoded("EncodePng", pixels), name=f"png_{name}")
@@ -240,7 +244,8 @@ def op_image_png(b):
                 b.raw("DecodePng", f"decode_{name}_c{channels}_{dtype.name}", contents=contents,
                       channels=channels, dtype=dtype)
     for name, pixels, level in (("rgb", sources["rgb"], 9), ("grey16", sources["grey16"], 0),
-                                ("rgba", sources["rgba"], -1)):
+                                ("rgba", sources["rgba"], -1), ("rgb16", sources["rgb16"], 6),
+                                ("grey_alpha16", sources["grey_alpha16"], -1)):
         image = b.placeholder(f"raw_{name}", pixels)
         encoded = R.EncodePng(image=image, compression=level, name=f"encode_{name}")
         b.raw("DecodePng", f"round_trip_{name}", contents=encoded, dtype=image.dtype)

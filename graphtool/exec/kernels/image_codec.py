@@ -1,5 +1,6 @@
 """DecodePng, DecodeJpeg and EncodePng through Pillow (an optional dependency: `pip install
-dftool[image]`; graphs without these ops never import it).
+dftool[image]`; graphs without these ops never import it). Pillow has no 16-bit colour modes, so
+16-bit grey+alpha/RGB/RGBA PNGs are decoded and every 16-bit PNG is written here with zlib.
 
 PNG is lossless, so decoding agrees with TensorFlow bit for bit. JPEG decoding depends on the
 IDCT (see decode_jpeg): bit-exact for grey images or output, INTEGER_ACCURATE and
@@ -10,6 +11,8 @@ numpy object arrays of bytes.
 from __future__ import annotations
 
 import io
+import struct
+import zlib
 
 import numpy as np
 
@@ -63,10 +66,10 @@ def _check_channels(ctx, channels: int, allowed) -> None:
 
 def _to_grey(rgb, bits: int):
     """libpng's png_set_rgb_to_gray with TensorFlow's weights 0.299 and 0.587: libpng truncates
-    them to 15-bit fixed point (9797, 19234, and 3737 for blue, the rest of 32768) and truncates
-    the weighted sum."""
+    them to 15-bit fixed point (9797, 19234, and 3737 for blue, the rest of 32768); the weighted
+    sum is truncated for 8-bit samples and rounded for 16-bit ones."""
     r, g, b = (rgb[..., i].astype(np.int64) for i in range(3))
-    grey = (9797 * r + 19234 * g + 3737 * b) >> 15
+    grey = (9797 * r + 19234 * g + 3737 * b + (16384 if bits == 16 else 0)) >> 15
     return grey.astype(np.uint16 if bits == 16 else np.uint8)[..., None]
 
 
@@ -87,10 +90,78 @@ def _png_channels(values, channels: int, bits: int):
     return rgb if channels == 3 else np.concatenate([rgb, alpha], axis=-1)
 
 
+# PNG colour types with more than one 16-bit sample per pixel: Pillow reads them as 8-bit, so they
+# are decoded here (zlib + the five row filters); grey 16-bit goes through Pillow's I;16 mode.
+_WIDE_COLOUR_CHANNELS = {4: 2, 2: 3, 6: 4}   # grey+alpha, RGB, RGBA
+
+
+def _png_chunks(data: bytes):
+    position = 8
+    while position + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[position:position + 8])
+        yield kind, data[position + 8:position + 8 + length]
+        position += 12 + length
+
+
+def _unfilter(raw: bytes, height: int, stride: int, bpp: int) -> np.ndarray:
+    """The PNG row filters undone: [height, stride] bytes."""
+    rows = np.frombuffer(raw, np.uint8)[:height * (stride + 1)].reshape(height, stride + 1)
+    out = np.zeros((height, stride), np.uint8)
+    prior = np.zeros(stride, np.uint8)
+    for y in range(height):
+        kind, line = rows[y, 0], rows[y, 1:].copy()
+        if kind == 1:      # Sub: a running sum per byte lane
+            line = np.cumsum(line.reshape(-1, bpp), axis=0, dtype=np.uint8).reshape(-1)
+        elif kind == 2:    # Up
+            line = line + prior
+        elif kind in (3, 4):   # Average, Paeth: sequential along the row
+            left = np.zeros(bpp, np.int32)
+            up_left = np.zeros(bpp, np.int32)
+            for x in range(0, stride, bpp):
+                up = prior[x:x + bpp].astype(np.int32)
+                if kind == 3:
+                    predicted = (left + up) >> 1
+                else:
+                    estimate = left + up - up_left
+                    pa, pb, pc = np.abs(estimate - left), np.abs(estimate - up), np.abs(estimate - up_left)
+                    predicted = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, up, up_left))
+                line[x:x + bpp] = (line[x:x + bpp].astype(np.int32) + predicted) & 0xFF
+                left, up_left = line[x:x + bpp].astype(np.int32), up
+        out[y] = line
+        prior = line
+    return out
+
+
+def _wide_colour_png(ctx, data: bytes):
+    """[H, W, C] uint16 samples of a non-interlaced 16-bit grey+alpha/RGB/RGBA PNG, or None for
+    other PNGs."""
+    chunks = list(_png_chunks(data))
+    if not chunks or chunks[0][0] != b"IHDR":
+        return None
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", chunks[0][1][:13])
+    if depth != 16 or colour not in _WIDE_COLOUR_CHANNELS:
+        return None
+    if interlace:
+        ctx.fail("interlaced 16-bit colour PNGs are not supported")
+    channels = _WIDE_COLOUR_CHANNELS[colour]
+    try:
+        raw = zlib.decompress(b"".join(body for kind, body in chunks if kind == b"IDAT"))
+    except zlib.error as exc:
+        ctx.fail(f"Invalid PNG data: {exc}")
+    if len(raw) < height * (width * channels * 2 + 1):
+        ctx.fail("Invalid PNG data: image data is truncated")
+    samples = _unfilter(raw, height, width * channels * 2, channels * 2)
+    return samples.view(">u2").astype(np.uint16).reshape(height, width, channels)
+
+
 @kernel("DecodePng", devices=(CPU,))
 def decode_png(ctx, contents, *, channels, dtype):
     _check_channels(ctx, channels, (0, 1, 2, 3, 4))
-    image = _open(ctx, _contents(ctx, contents), "PNG")
+    data = _contents(ctx, contents)
+    image = _open(ctx, data, "PNG")
+    wide = _wide_colour_png(ctx, data)
+    if wide is not None:
+        return _narrowed(ctx, _png_channels(wide, channels, 16), True)
     if image.mode == "P":     # palette images expand to RGB, or RGBA when the palette has alpha
         image = image.convert("RGBA" if "transparency" in image.info else "RGB")
     elif image.mode == "1":
@@ -103,7 +174,11 @@ def decode_png(ctx, contents, *, channels, dtype):
                             dtype=np.uint8)
     if values.ndim == 2:
         values = values[..., None]
-    values = _png_channels(values, channels, 16 if sixteen_bit else 8)
+    return _narrowed(ctx, _png_channels(values, channels, 16 if sixteen_bit else 8), sixteen_bit)
+
+
+def _narrowed(ctx, values, sixteen_bit: bool):
+    """Samples in the requested dtype."""
     want16 = np.dtype(ctx.out_dtype(0)) == np.uint16
     if want16 and not sixteen_bit:
         return values.astype(np.uint16) * np.uint16(257)     # 8-bit samples widen to 16 bits
@@ -145,13 +220,23 @@ def encode_png(ctx, image, *, compression):
     level = 6 if compression == -1 else compression
     buffer = io.BytesIO()
     if image.dtype == np.uint16:
-        if channels != 1:
-            ctx.fail("EncodePng of 16-bit images supports one channel only here (Pillow has no 16-bit colour)")
-        height, width = image.shape[:2]
-        Image.frombytes("I;16", (width, height), image[..., 0].astype("<u2").tobytes()).save(
-            buffer, "PNG", compress_level=level)
-    else:
-        mode = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}[channels]
-        pixels = image[..., 0] if channels == 1 else image
-        Image.fromarray(np.ascontiguousarray(pixels), mode).save(buffer, "PNG", compress_level=level)
+        return np.array(_encode_png16(image, level), dtype=object)
+    mode = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}[channels]
+    pixels = image[..., 0] if channels == 1 else image
+    Image.fromarray(np.ascontiguousarray(pixels), mode).save(buffer, "PNG", compress_level=level)
     return np.array(buffer.getvalue(), dtype=object)
+
+
+def _encode_png16(image, level: int) -> bytes:
+    """A 16-bit PNG written directly (Pillow has no 16-bit colour modes): unfiltered rows of
+    big-endian samples, zlib-compressed."""
+    height, width, channels = image.shape
+    colour = {1: 0, 2: 4, 3: 2, 4: 6}[channels]
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    rows = image.astype(">u2").reshape(height, width * channels).view(np.uint8)
+    raw = np.concatenate([np.zeros((height, 1), np.uint8), rows], axis=1).tobytes()
+    header = struct.pack(">IIBBBBB", width, height, 16, colour, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, level))
+            + chunk(b"IEND", b""))
