@@ -24,22 +24,27 @@ def _scalar(ctx, value, name: str, dtype):
     return dtype(array.item())
 
 
-def _iou_matrix(boxes) -> np.ndarray:
-    """[n, n] float32 IoU with TensorFlow's conventions: corners may come in either order and
-    a box without area overlaps nothing."""
-    b = np.asarray(boxes, np.float32)
-    y_min, y_max = np.minimum(b[:, 0], b[:, 2]), np.maximum(b[:, 0], b[:, 2])
-    x_min, x_max = np.minimum(b[:, 1], b[:, 3]), np.maximum(b[:, 1], b[:, 3])
-    area = (y_max - y_min) * (x_max - x_min)
-    height = np.maximum(np.minimum(y_max[:, None], y_max[None, :]) - np.maximum(y_min[:, None], y_min[None, :]),
-                        np.float32(0))
-    width = np.maximum(np.minimum(x_max[:, None], x_max[None, :]) - np.maximum(x_min[:, None], x_min[None, :]),
-                       np.float32(0))
-    intersection = height * width
-    with np.errstate(divide="ignore", invalid="ignore"):
-        iou = intersection / (area[:, None] + area[None, :] - intersection)
-    empty = (area[:, None] <= 0) | (area[None, :] <= 0)
-    return np.where(empty, np.float32(0), iou).astype(np.float32)
+class _Boxes:
+    """Corners and areas in float32, with TensorFlow's conventions: corners may come in either
+    order and a box without area overlaps nothing."""
+
+    def __init__(self, boxes):
+        b = np.asarray(boxes, np.float32)
+        self.y_min, self.y_max = np.minimum(b[:, 0], b[:, 2]), np.maximum(b[:, 0], b[:, 2])
+        self.x_min, self.x_max = np.minimum(b[:, 1], b[:, 3]), np.maximum(b[:, 1], b[:, 3])
+        self.area = (self.y_max - self.y_min) * (self.x_max - self.x_min)
+
+    def iou(self, i: int, others: np.ndarray) -> np.ndarray:
+        """float32 IoU of box i with each box in `others` (computed per pair, so memory stays
+        linear in the number of boxes)."""
+        zero = np.float32(0)
+        top, bottom = np.maximum(self.y_min[i], self.y_min[others]), np.minimum(self.y_max[i], self.y_max[others])
+        left, right = np.maximum(self.x_min[i], self.x_min[others]), np.minimum(self.x_max[i], self.x_max[others])
+        height, width = np.maximum(bottom - top, zero), np.maximum(right - left, zero)
+        intersection = height * width
+        with np.errstate(divide="ignore", invalid="ignore"):
+            iou = intersection / (self.area[i] + self.area[others] - intersection)
+        return np.where((self.area[i] <= 0) | (self.area[others] <= 0), zero, iou).astype(np.float32)
 
 
 def _select(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold, soft_nms_sigma, dtype):
@@ -58,7 +63,7 @@ def _select(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold,
         ctx.fail(f"scores has incompatible shape {shape_text(scores.shape)} for {boxes.shape[0]} boxes")
     soft = soft_nms_sigma > 0
     scale = dtype(-0.5) / soft_nms_sigma if soft else dtype(0)
-    iou = _iou_matrix(boxes)
+    geometry = _Boxes(boxes)
     # heapq is a min-heap: order by (-score, index) so ties pick the lower index.
     queue = [(-dtype(s), i, 0) for i, s in enumerate(scores.astype(dtype)) if s > score_threshold]
     heapq.heapify(queue)
@@ -66,18 +71,19 @@ def _select(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold,
     while len(selected) < output_size and queue:
         negative, index, checked_from = heapq.heappop(queue)
         original = score = dtype(-negative)
-        suppressed = False
-        for j in range(len(selected) - 1, checked_from - 1, -1):
-            similarity = dtype(iou[index, selected[j]])
-            weight = np.exp(scale * similarity * similarity).astype(dtype)
-            if not soft and similarity > iou_threshold:
-                suppressed = True
-                break
-            score = dtype(score * (weight if soft or similarity <= iou_threshold else dtype(0)))
-            if score <= score_threshold:
-                break
-        if suppressed:
-            continue
+        newest_first = np.asarray(selected[checked_from:][::-1], np.int64)
+        if newest_first.size:
+            similarity = geometry.iou(index, newest_first).astype(dtype)
+            if not soft:
+                if (similarity > iou_threshold).any():
+                    continue        # hard suppression; below the threshold the weight is exp(0) = 1
+            else:
+                # The score is scaled by one weight per selected box, newest first, rounding in
+                # the score type each time, and stops once it drops to the threshold.
+                weights = np.exp(scale * similarity * similarity).astype(dtype)
+                running = np.multiply.accumulate(np.concatenate([[score], weights]).astype(dtype))[1:]
+                dropped = np.flatnonzero(running <= score_threshold)
+                score = dtype(running[dropped[0]] if dropped.size else running[-1])
         if score == original:
             selected.append(index)
             selected_scores.append(score)
