@@ -12,7 +12,7 @@ from __future__ import annotations
 from .op_utils import emit, input_shape_tensor, int_const, scalar
 from .registry import GradContext, gradient, not_differentiable
 
-not_differentiable("NonMaxSuppressionV3", "NonMaxSuppressionV4", "NonMaxSuppressionV5",
+not_differentiable("NonMaxSuppression", "NonMaxSuppressionV2", "NonMaxSuppressionV3", "NonMaxSuppressionV4", "NonMaxSuppressionV5",
                    "DecodePng", "DecodeJpeg", "EncodePng")
 
 # CropAndResizeGradImage exists for these image types only.

@@ -134,6 +134,12 @@ register("CropAndResizeGradBoxes",
 
 _NMS_T = "T: {float16, float32} = float32"
 _NMS_INPUTS = ["boxes: T", "scores: T", "max_output_size: int32"]
+# V1 and V2 have no score threshold (every score above the lowest float counts).
+register("NonMaxSuppression", inputs=["boxes: float32", "scores: float32", "max_output_size: int32"],
+         outputs=["selected_indices: int32"], attrs=["iou_threshold: float = 0.5"], shape=_nms_v3_shape)
+register("NonMaxSuppressionV2", inputs=[*_NMS_INPUTS, "iou_threshold: T_threshold"],
+         outputs=["selected_indices: int32"],
+         attrs=[_NMS_T, "T_threshold: {float16, float32} = float32"], shape=_nms_v3_shape)
 register("NonMaxSuppressionV3", inputs=[*_NMS_INPUTS, "iou_threshold: T_threshold", "score_threshold: T_threshold"],
          outputs=["selected_indices: int32"],
          attrs=[_NMS_T, "T_threshold: {float16, float32} = float32"], shape=_nms_v3_shape)

@@ -85,7 +85,7 @@ NMS_SCORES = np.array([0.9, 0.75, 0.6, 0.95, 0.5, 0.3, 0.8, 0.9], np.float32)   
 
 
 @case("op_image_nms", FAMILY,
-      "NonMaxSuppressionV3/V4/V5 on overlapping, flipped, zero-area and duplicate boxes with tied "
+      "NonMaxSuppression (V1, V2 without score thresholds) and V3/V4/V5 on overlapping, flipped, zero-area and duplicate boxes with tied "
       "scores: iou thresholds 0.5/0/1, score thresholds, max_output_size 0 and larger than the box "
       "count, pad_to_max_output_size, soft-NMS (sigma 0.5) with selected_scores, float16, and an "
       "empty box list.", rtol=1e-3, atol=1e-3)
@@ -109,7 +109,13 @@ def op_image_nms(b):
         b.raw("NonMaxSuppressionV5", f"v5_{label}", boxes=boxes, scores=scores, max_output_size=8,
               iou_threshold=np.float32(0.5), score_threshold=np.float32(score), soft_nms_sigma=np.float32(sigma),
               pad_to_max_output_size=True)
+    for label, iou in (("default", 0.5), ("iou0", 0.0)):
+        b.raw("NonMaxSuppression", f"v1_{label}", boxes=boxes, scores=scores, max_output_size=6, iou_threshold=iou)
+        b.raw("NonMaxSuppressionV2", f"v2_{label}", boxes=boxes, scores=scores, max_output_size=6,
+              iou_threshold=np.float32(iou))
     half_boxes, half_scores = tf.cast(boxes, tf.float16), tf.cast(scores, tf.float16)
+    b.raw("NonMaxSuppressionV2", "v2_half", boxes=half_boxes, scores=half_scores, max_output_size=5,
+          iou_threshold=np.float16(0.5))
     b.raw("NonMaxSuppressionV4", "v4_half", boxes=half_boxes, scores=half_scores, max_output_size=5,
           iou_threshold=np.float16(0.5), score_threshold=np.float16(0.1), pad_to_max_output_size=True)
     v5_half = b.raw("NonMaxSuppressionV5", "v5_half_soft", take=[0, 2], boxes=half_boxes, scores=half_scores,

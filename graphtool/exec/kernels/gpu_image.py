@@ -33,6 +33,8 @@ for _op, _fn, _expensive in (
         ("CropAndResizeGradBoxes", image.crop_and_resize_grad_boxes, True),
         ("ResizeBicubic", image.resize_bicubic, True), ("ResizeBicubicGrad", image.resize_bicubic_grad, True),
         ("ResizeArea", image.resize_area, True),
+        ("NonMaxSuppression", image_nms.non_max_suppression, False),
+        ("NonMaxSuppressionV2", image_nms.non_max_suppression_v2, False),
         ("NonMaxSuppressionV3", image_nms.non_max_suppression_v3, False),
         ("NonMaxSuppressionV4", image_nms.non_max_suppression_v4, False),
         ("NonMaxSuppressionV5", image_nms.non_max_suppression_v5, False),

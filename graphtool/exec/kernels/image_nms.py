@@ -1,4 +1,4 @@
-"""NonMaxSuppressionV3/V4/V5: greedy selection of boxes by score (non_max_suppression_op.cc).
+"""NonMaxSuppression (V1 to V5): greedy selection of boxes by score (non_max_suppression_op.cc).
 
 Candidates above score_threshold are visited best first (ties: lower box index first). A
 candidate is compared with the boxes selected since it was last looked at, newest first: in hard
@@ -101,6 +101,20 @@ def _padded(values, length: int, pad: bool, dtype):
 
 def _score_type(scores):
     return np.float16 if np.asarray(scores).dtype == np.float16 else np.float32
+
+
+@kernel("NonMaxSuppression", devices=(CPU,))
+def non_max_suppression(ctx, boxes, scores, max_output_size, *, iou_threshold):
+    selected, _ = _select(ctx, boxes, scores, max_output_size, np.float32(iou_threshold),
+                          np.finfo(np.float32).min, np.float32(0), np.float32)
+    return np.asarray(selected, np.int32)
+
+
+@kernel("NonMaxSuppressionV2", devices=(CPU,))
+def non_max_suppression_v2(ctx, boxes, scores, max_output_size, iou_threshold):
+    dtype = _score_type(scores)
+    selected, _ = _select(ctx, boxes, scores, max_output_size, iou_threshold, np.finfo(dtype).min, dtype(0), dtype)
+    return np.asarray(selected, np.int32)
 
 
 @kernel("NonMaxSuppressionV3", devices=(CPU,))
