@@ -13,6 +13,7 @@ from .op_utils import emit, input_shape_tensor, int_const, scalar
 from .registry import GradContext, gradient, not_differentiable
 
 not_differentiable("NonMaxSuppression", "NonMaxSuppressionV2", "NonMaxSuppressionV3", "NonMaxSuppressionV4", "NonMaxSuppressionV5",
+                   "CombinedNonMaxSuppression",
                    "DecodePng", "DecodeJpeg", "EncodePng")
 
 # CropAndResizeGradImage exists for these image types only.

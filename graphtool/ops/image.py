@@ -63,6 +63,26 @@ def _nms_padded_shapes(ctx: InferenceContext) -> list[Shape]:
     return [selected] * (ctx.num_outputs - 1) + [Shape.scalar()]
 
 
+def _combined_nms_shapes(ctx: InferenceContext) -> list[Shape]:
+    """[batch, size, 4], [batch, size] twice and [batch]; size is max_total_size, or with
+    pad_per_class at most max_output_size_per_class * num_classes."""
+    boxes, scores = ctx.with_rank(0, 4), ctx.with_rank(1, 3)
+    for i in range(2, 6):
+        ctx.with_rank(i, 0)
+    batch = merge_dim(ctx, boxes[0], scores[0])
+    merge_dim(ctx, boxes[1], scores[1])
+    merge_dim(ctx, boxes[3], 4)
+    if boxes[2] is not None and scores[2] is not None and boxes[2] not in (1, scores[2]):
+        ctx.fail("third dimension of boxes must be either 1 or equal to the third dimension of scores")
+    total, per_class = ctx.int_list(3), ctx.int_list(2)
+    if total is not None and total[0] <= 0:
+        ctx.fail("max_total_size should be > 0 ")
+    size = total[0] if total is not None else None
+    if ctx.attr("pad_per_class"):
+        size = None if size is None or per_class is None or scores[2] is None else min(size, per_class[0] * scores[2])
+    return [Shape([batch, size, 4]), Shape([batch, size]), Shape([batch, size]), Shape([batch])]
+
+
 def _extract_image_patches_shape(ctx: InferenceContext) -> Shape:
     images = ctx.with_rank(0, 4)
     ksizes, strides, rates = (ctx.attr(n) for n in ("ksizes", "strides", "rates"))
@@ -151,6 +171,13 @@ register("NonMaxSuppressionV5",
          inputs=[*_NMS_INPUTS, "iou_threshold: T", "score_threshold: T", "soft_nms_sigma: T"],
          outputs=["selected_indices: int32", "selected_scores: T", "valid_outputs: int32"],
          attrs=[_NMS_T, "pad_to_max_output_size: bool = false"], shape=_nms_padded_shapes)
+
+register("CombinedNonMaxSuppression",
+         inputs=["boxes: float32", "scores: float32", "max_output_size_per_class: int32", "max_total_size: int32",
+                 "iou_threshold: float32", "score_threshold: float32"],
+         outputs=["nmsed_boxes: float32", "nmsed_scores: float32", "nmsed_classes: float32",
+                  "valid_detections: int32"],
+         attrs=["pad_per_class: bool = false", "clip_boxes: bool = true"], shape=_combined_nms_shapes)
 
 _RESIZE_ATTRS = ["align_corners: bool = false", "half_pixel_centers: bool = false"]
 register("ResizeBicubic", inputs=["images: T", "size: int32"], outputs=["resized_images: float32"],

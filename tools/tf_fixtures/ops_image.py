@@ -330,3 +330,26 @@ def op_image_rgb_to_hsv_grad(b):
     rgb = b.placeholder("rgb", b.uniform(0.05, 1.0, 2, 3, 4, 3))
     hsv = tf.image.rgb_to_hsv(rgb)
     b.differentiate(tf.reduce_sum(hsv * b.normal(2, 3, 4, 3), name="loss"), [rgb])
+
+
+@case("op_image_combined_nms", FAMILY,
+      "CombinedNonMaxSuppression on a batch of 2 with boxes shared by the classes (q = 1) and per class "
+      "(q = 3), boxes reaching outside [0, 1] (clipped or not), pad_per_class, a score threshold that "
+      "empties a class, and max_total_size below and above what survives.", rtol=1e-6, atol=1e-6)
+def op_image_combined_nms(b):
+    centres = b.uniform(0.0, 1.0, 2, 12, 1, 2)
+    sizes = b.uniform(0.1, 0.5, 2, 12, 1, 2)
+    shared = np.concatenate([centres - sizes / 2, centres + sizes / 2], axis=-1)
+    per_class = shared + b.normal(2, 12, 3, 4, scale=0.03)
+    scores = b.uniform(0, 1, 2, 12, 3)
+    scores[:, :, 2] *= 0.2            # class 2 stays below the 0.3 threshold
+    shared_boxes = b.placeholder("boxes_shared", shared.astype(np.float32))
+    class_boxes = b.placeholder("boxes_per_class", per_class.astype(np.float32))
+    score_input = b.placeholder("scores", scores)
+    for label, boxes, per_class_size, total, pad, clip in (
+            ("shared", shared_boxes, 4, 7, False, True), ("per_class", class_boxes, 3, 20, False, True),
+            ("pad_per_class", shared_boxes, 2, 20, True, True), ("unclipped", class_boxes, 5, 6, False, False),
+            ("pad_small_total", class_boxes, 4, 3, True, False)):
+        b.raw("CombinedNonMaxSuppression", f"combined_{label}", boxes=boxes, scores=score_input,
+              max_output_size_per_class=per_class_size, max_total_size=total, iou_threshold=np.float32(0.4),
+              score_threshold=np.float32(0.3), pad_per_class=pad, clip_boxes=clip)

@@ -38,6 +38,7 @@ for _op, _fn, _expensive in (
         ("NonMaxSuppressionV3", image_nms.non_max_suppression_v3, False),
         ("NonMaxSuppressionV4", image_nms.non_max_suppression_v4, False),
         ("NonMaxSuppressionV5", image_nms.non_max_suppression_v5, False),
+        ("CombinedNonMaxSuppression", image_nms.combined_non_max_suppression, False),
         ("DecodePng", image_codec.decode_png, False), ("DecodeJpeg", image_codec.decode_jpeg, False),
         ("EncodePng", image_codec.encode_png, False),
         ("AdjustContrastv2", image_color.adjust_contrast_v2, False),

@@ -146,3 +146,43 @@ def non_max_suppression_v5(ctx, boxes, scores, max_output_size, iou_threshold, s
     return (_padded(selected, length, pad_to_max_output_size, np.int32),
             _padded(chosen_scores, length, pad_to_max_output_size, ctx.out_dtype(1)),
             np.int32(len(selected)))
+
+
+@kernel("CombinedNonMaxSuppression", devices=(CPU,))
+def combined_non_max_suppression(ctx, boxes, scores, max_output_size_per_class, max_total_size, iou_threshold,
+                                 score_threshold, *, pad_per_class, clip_boxes):
+    """Hard NMS per batch entry and class (boxes shared by the classes when q is 1), then the best
+    max_total_size of all classes by score, boxes clipped to [0, 1] unless clip_boxes is off,
+    zero-padded."""
+    boxes, scores = np.asarray(boxes, np.float32), np.asarray(scores, np.float32)
+    if boxes.ndim != 4 or scores.ndim != 3:
+        ctx.fail(f"boxes must be 4-D and scores 3-D, got {shape_text(boxes.shape)} and {shape_text(scores.shape)}")
+    batch, num_boxes, q, _ = boxes.shape
+    num_classes = scores.shape[2]
+    if q not in (1, num_classes) or boxes.shape[3] != 4 or scores.shape[:2] != boxes.shape[:2]:
+        ctx.fail(f"boxes {shape_text(boxes.shape)} and scores {shape_text(scores.shape)} are incompatible")
+    per_class = _scalar(ctx, max_output_size_per_class, "max_size_per_class", int)
+    total = _scalar(ctx, max_total_size, "max_total_size", int)
+    if per_class <= 0 or total <= 0:
+        ctx.fail("max_size_per_class and max_total_size must be positive")
+    iou = _scalar(ctx, iou_threshold, "iou_threshold", np.float32)
+    threshold = _scalar(ctx, score_threshold, "score_threshold", np.float32)
+    if not 0 <= iou <= 1:
+        ctx.fail("iou_threshold must be in [0, 1]")
+    size = min(total, per_class * num_classes) if pad_per_class else total
+    out_boxes, out_scores = np.zeros((batch, size, 4), np.float32), np.zeros((batch, size), np.float32)
+    out_classes, valid = np.zeros((batch, size), np.float32), np.zeros(batch, np.int32)
+    for n in range(batch):
+        found = []   # (score, class, box), class by class in selection order
+        for c in range(num_classes):
+            class_boxes = boxes[n, :, c if q > 1 else 0]
+            chosen, chosen_scores = _select(ctx, class_boxes, scores[n, :, c], np.int32(min(per_class, num_boxes)),
+                                            iou, threshold, np.float32(0), np.float32)
+            found += [(s, c, class_boxes[i]) for i, s in zip(chosen, chosen_scores)]
+        found.sort(key=lambda entry: -entry[0])     # stable: ties keep class order
+        count = min(len(found), size)
+        valid[n] = count
+        for k, (score, c, box) in enumerate(found[:count]):
+            out_boxes[n, k] = np.clip(box, 0, 1) if clip_boxes else box
+            out_scores[n, k], out_classes[n, k] = score, c
+    return out_boxes, out_scores, out_classes, valid
