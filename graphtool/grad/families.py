@@ -21,6 +21,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "state",
     "random",
     "training",
+    "image",
 )
 
 for _module in FAMILY_MODULES:

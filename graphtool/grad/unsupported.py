@@ -47,6 +47,10 @@ NO_GRADIENT: dict[str, str] = {
     "CollectiveReduce": "collectives are not differentiated",
     "CollectiveBcastSend": "collectives are not differentiated",
     "CollectiveBcastRecv": "collectives are not differentiated",
+    **{op: "TensorFlow registers no gradient for it" for op in (
+        "ResizeArea", "AdjustContrastv2", "AdjustSaturation", "AdjustHue", "HSVToRGB")},
+    **{op: "second derivative of an image op: TensorFlow has none either" for op in (
+        "CropAndResizeGradImage", "CropAndResizeGradBoxes", "ResizeBicubicGrad")},
 }
 
 

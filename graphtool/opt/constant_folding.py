@@ -50,7 +50,8 @@ _HANDLE_DTYPES = (dtypes.resource, dtypes.variant)
 # even if a registration forgets the flag (folding would freeze one draw into the graph).
 _RANDOM_OPS = frozenset({"Multinomial", "TruncatedNormal", "ParameterizedTruncatedNormal", "RandomShuffle"})
 # Counts that describe work done; the others (skips, failures) do not make the pass "changed".
-_REWRITE_COUNTS = ("shapes_materialized", "values_materialized", "nodes_folded", "mul_chains_combined", "add_sub_chains_combined")
+_REWRITE_COUNTS = ("shapes_materialized", "values_materialized", "nodes_folded", "mul_chains_combined", "add_sub_chains_combined",
+                   "mul_div_chains_combined")
 
 
 def is_random(op: str) -> bool:

@@ -4,6 +4,9 @@
     Add(c1, Sub(x, c2))  ->  Add(x, c1-c2)
     Sub(c1, Add(x, c2))  ->  Sub(c1-c2, x)
     Add(c1, Sub(c2, x))  ->  Sub(c1+c2, x)
+    RealDiv(Mul(x, c2), c1)  ->  Mul(x, c2/c1)       (floating types only, as Grappler's
+    Mul(c1, RealDiv(x, c2))  ->  Mul(x, c1/c2)        ConstantPushDown: integer division
+    RealDiv(RealDiv(x, c2), c1)  ->  RealDiv(x, c2*c1)  does not re-associate)
 
 Re-associating changes floating-point rounding, so the pass skips this stage under --strict-fp
 (integer arithmetic wraps the same way in either order). The inner node must be used only by the
@@ -166,5 +169,32 @@ class AddSubChain(ChainRule):
         return Plan("Sub", [chain.x, None], np.negative(combined))        # x - (-k)
 
 
+class MulDivChain(ChainRule):
+    """Mul/RealDiv chains whose divisions are by the constant (x / c, never c / x)."""
+
+    name = "mul_div_chains_combined"
+    outer_ops = inner_ops = frozenset({"Mul", "RealDiv"})
+
+    def applies(self, node: Node, ctx: PassContext) -> bool:
+        if "RealDiv" not in (node.op, *(ref.node.op for ref in node.inputs)):
+            return False   # plain Mul chains are MulChain's
+        if not (node.attr("T").is_floating or node.attr("T").is_complex) or not super().applies(node, ctx):
+            return False
+        chain = self._chain
+        divides_by_const = all(n.op != "RealDiv" or slot == 1 for n, slot in (
+            (chain.outer, chain.outer_const_slot), (chain.inner, chain.inner_const_slot)))
+        if not divides_by_const:
+            self._chain = None
+        return divides_by_const
+
+    def plan(self, chain: Chain, a: np.ndarray, b: np.ndarray) -> Plan:
+        outer_div, inner_div = chain.outer.op == "RealDiv", chain.inner.op == "RealDiv"
+        if outer_div and inner_div:
+            return Plan("RealDiv", [chain.x, None], np.multiply(b, a))
+        if outer_div:
+            return Plan("Mul", [chain.x, None], np.divide(b, a))
+        return Plan("Mul", [chain.x, None], np.divide(a, b))
+
+
 def simplify_rules(state) -> list[Rule]:
-    return [MulChain(state), AddSubChain(state)]
+    return [MulChain(state), AddSubChain(state), MulDivChain(state)]

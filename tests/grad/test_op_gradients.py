@@ -6,11 +6,21 @@ from __future__ import annotations
 import pytest
 
 from graphtool.grad import registry
-from tests.grad import cases_array, cases_linalg, cases_math, cases_nn, cases_nn_extra
+from tests.grad import (cases_array, cases_image, cases_linalg, cases_math, cases_nn,  # noqa: I001
+                         cases_nn_extra)
 from tests.grad.fd_harness import check_case, checked_by_driver
 
+# One table per family module of tests/grad/cases_*.py.
+TABLES = (
+    cases_math.CASES,
+    cases_array.CASES,
+    cases_nn.CASES,
+    cases_linalg.CASES,
+    cases_nn_extra.CASES,
+    cases_image.CASES,
+)
 CASES = {}
-for _table in (cases_math.CASES, cases_array.CASES, cases_nn.CASES, cases_linalg.CASES, cases_nn_extra.CASES):
+for _table in TABLES:
     overlap = CASES.keys() & _table.keys()
     assert not overlap, f"ops with cases in two tables: {sorted(overlap)}"
     CASES.update(_table)

@@ -314,6 +314,44 @@ def test_mul_chain_constants_combine(outer_const_first, inner_const_first):
     assert result.stats == {"mul_chains_combined": 1}
 
 
+# (outer op, outer const slot, inner op, inner const slot, combined op, combined constant) for
+# x and constants 4 (inner) and 0.5 (outer); divisions only by the constant.
+_MUL_DIV_FORMS = [("RealDiv", 1, "Mul", 0, "Mul", 8.0), ("RealDiv", 1, "Mul", 1, "Mul", 8.0),
+                  ("Mul", 0, "RealDiv", 1, "Mul", 0.125), ("Mul", 1, "RealDiv", 1, "Mul", 0.125),
+                  ("RealDiv", 1, "RealDiv", 1, "RealDiv", 2.0)]
+
+
+@pytest.mark.parametrize("outer_op,outer_slot,inner_op,inner_slot,combined_op,combined", _MUL_DIV_FORMS)
+def test_mul_div_chain_constants_combine(outer_op, outer_slot, inner_op, inner_slot, combined_op, combined):
+    b = GraphBuilder()
+    x = b.placeholder(dtypes.float32, [3], name="x")
+    c2 = b.const(np.float32(4.0), name="c2")
+    inner = b.op(inner_op, [c2, x] if inner_slot == 0 else [x, c2], name="inner")
+    c1 = b.const(np.float32(0.5), name="c1")
+    b.op(outer_op, [c1, inner] if outer_slot == 0 else [inner, c1], name="out")
+
+    def structure(g):
+        assert ops(g) == sorted(["Const", combined_op, "Placeholder"])
+        assert g.node("out").op == combined_op and g.node("out").inputs[1].node.attr("value") == combined
+
+    result = check_pass("constfold", b.graph, ["out"], structure=structure)
+    assert result.stats == {"mul_div_chains_combined": 1}
+
+
+@pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.int32])
+def test_division_of_a_constant_by_x_and_integer_division_stay(dtype):
+    b = GraphBuilder()
+    x = b.placeholder(dtype, [3], name="x")
+    inner = b.op("RealDiv" if dtype is dtypes.float32 else "Mul", [b.const(np.array(4, dtype.numpy)), x], name="inner")
+    b.op("RealDiv" if dtype is dtypes.float32 else "FloorDiv", [inner, b.const(np.array(2, dtype.numpy))], name="out")
+    before = sorted(n.op for n in b.graph.nodes)
+
+    def structure(g):
+        assert sorted(n.op for n in g.nodes) == before
+
+    check_pass("constfold", b.graph, ["out"], structure=structure, expect_changed=False)
+
+
 # (outer op, outer const slot, inner op, inner const slot): every sign combination.
 _ADD_SUB_FORMS = [(outer, oslot, inner, islot) for outer in ("AddV2", "Sub") for oslot in (0, 1)
                   for inner in ("AddV2", "Sub") for islot in (0, 1)]
