@@ -17,6 +17,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "tensor_array",
     "tensor_list",
     "state",
+    "strings",
 )
 
 for _module in FAMILY_MODULES:
