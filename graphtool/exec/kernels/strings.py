@@ -48,10 +48,8 @@ def scalar_string(ctx, tensor, name: str) -> bytes:
 # --- splitting and joining ---------------------------------------------------------------------
 
 def _split(text: bytes, sep: bytes, maxsplit: int) -> list[bytes]:
-    """TensorFlow's SplitV2: Python's str.split, except that an empty string has no tokens and a
-    whitespace split that reaches maxsplit keeps the (possibly empty) rest as a last token."""
-    if not text:
-        return []
+    """TensorFlow's SplitV2: Python's str.split, except that a whitespace split that reaches
+    maxsplit keeps the (possibly empty) rest as a last token."""
     if maxsplit == 0:
         return [text]
     if sep:

@@ -102,7 +102,8 @@ def as_string(ctx, input, *, T, precision, scientific, shortest, width, fill):
     elif kind == "b":
         texts = [spec % ("true" if v else "false") for v in flat.tolist()]
     elif kind == "S":
-        texts = [(spec % _as_bytes(v).decode("utf-8", "surrogateescape")) for v in flat.tolist()]
+        # printf pads strings by bytes, not characters
+        texts = [(spec.encode() % _as_bytes(v)).decode("utf-8", "surrogateescape") for v in flat.tolist()]
     else:
         texts = [spec % v for v in flat.tolist()]
     out = np.empty(len(texts), dtype=object)
