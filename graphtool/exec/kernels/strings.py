@@ -125,7 +125,9 @@ def substr(ctx, input, pos, len, *, unit):
         if not -size <= start <= size:
             ctx.fail(f"pos {start} out of range for string b'{text.decode('utf-8', 'replace')}' at index {i}")
         start = start + size if start < 0 else start
-        end = size if length < 0 else min(size, start + length)
+        # A negative len means "to the end" for bytes (TensorFlow's size_t wrap-around), and
+        # nothing for characters.
+        end = (size if unit == "BYTE" else start) if length < 0 else min(size, start + length)
         out[i] = text[offsets[start]:offsets[end]] if offsets is not None else text[start:end]
     return out.reshape(shape)
 

@@ -19,6 +19,7 @@ _CPU = (CPU,)
 _WHITESPACE = b" \t\n\v\f\r"
 _DECIMAL = re.compile(rb"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _SPECIAL = re.compile(rb"[+-]?(inf|infinity|nan)", re.I)
+_NAN_PAYLOAD = re.compile(rb"[+-]?nan\([0-9A-Za-z_]*\)", re.I)
 _HEX_FLOAT = re.compile(rb"[+-]?0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)([pP][+-]?\d+)?")
 _INTEGER = re.compile(rb"[+-]?\d+")
 _INT_RANGES = {np.dtype(t): (np.iinfo(t).min, np.iinfo(t).max) for t in (np.int32, np.int64, np.uint32, np.uint64)}
@@ -34,6 +35,8 @@ def parse_number(text: bytes, dtype: np.dtype):
     if dtype.kind == "f":
         if _DECIMAL.fullmatch(text) or _SPECIAL.fullmatch(text):
             value = float(text)
+        elif _NAN_PAYLOAD.fullmatch(text):
+            value = float("nan")
         elif _HEX_FLOAT.fullmatch(text):
             value = float.fromhex(text.decode())
         else:
@@ -76,9 +79,11 @@ def _number_format(ctx, kind: str, precision: int, scientific: bool, shortest: b
         what = "scientific" if scientific else "shortest" if shortest else "precision"
         ctx.fail(f"Cannot select {what} for non-float types" if what != "precision"
                  else "Cannot specify precision for non-float types")
-    spec = "%"
+    if fill and fill not in " +-0#":
+        ctx.fail(f'Fill argument not supported: "{fill}"')
+    spec = "%" + fill
     if width > -1:
-        spec += f"{fill}{width}"
+        spec += str(width)
     if precision > -1:
         spec += f".{precision}"
     if kind == "f":
@@ -98,17 +103,33 @@ def as_string(ctx, input, *, T, precision, scientific, shortest, width, fill):
     if kind == "f" and dtype.kind != "c":
         flat = flat.astype(np.float64)   # half, bfloat16 and float print as doubles, as in C
     if dtype.kind == "c":
-        texts = [f"({spec % float(v.real)},{spec % float(v.imag)})" for v in flat.astype(np.complex128).tolist()]
-    elif kind == "b":
-        texts = [spec % ("true" if v else "false") for v in flat.tolist()]
+        texts = [f"({_format_float(spec, v.real)},{_format_float(spec, v.imag)})"
+                 for v in flat.astype(np.complex128).tolist()]
+    elif kind == "b":   # TensorFlow ignores width and fill for bools
+        texts = ["true" if v else "false" for v in flat.tolist()]
     elif kind == "S":
         # printf pads strings by bytes, not characters
         texts = [(spec.encode() % _as_bytes(v)).decode("utf-8", "surrogateescape") for v in flat.tolist()]
+    elif kind == "f":
+        texts = [_format_float(spec, v) for v in flat.tolist()]
     else:
         texts = [spec % v for v in flat.tolist()]
     out = np.empty(len(texts), dtype=object)
     out[:] = [t.encode("utf-8", "surrogateescape") for t in texts]
     return out.reshape(input.shape)
+
+
+def _format_float(spec: str, value: float) -> str:
+    """printf of one double; C writes a NaN with the sign bit set as "-nan", Python as "nan"."""
+    text = spec % value
+    if value != value and np.signbit(value):
+        signed = text.replace("nan", "-nan", 1)
+        if signed.startswith(" "):       # the sign takes a padding space (right-aligned)
+            signed = signed[1:]
+        elif signed.endswith(" "):       # left-aligned
+            signed = signed[:-1]
+        text = signed
+    return text
 
 
 # --- DecodeRaw ----------------------------------------------------------------------------------
@@ -135,6 +156,8 @@ def decode_raw(ctx, bytes, *, out_type, little_endian):
 def _csv_fields(ctx, record: bytes, delim: bytes, use_quote: bool, index: int) -> list[bytes]:
     """The fields of one record: quoted fields may hold the delimiter and "" for a quote."""
     fields, at, size = [], 0, len(record)
+    if not record:
+        return fields   # an empty line has no fields at all (TensorFlow's count is 0)
     while True:
         if use_quote and record[at:at + 1] == b'"':
             value, at = bytearray(), at + 1
