@@ -264,3 +264,38 @@ def op_lookup_tables(b):
         b.fetch(tf.raw_ops.LookupTableFind(table_handle=legacy, keys=query, default_value="none",
                                            name="legacy_find"))
         b.fetch(tf.raw_ops.LookupTableSize(table_handle=legacy, name="legacy_size"))
+
+
+@case("op_strings_edges", "strings",
+      "Edge cases where TensorFlow differs from Python's string functions: Substr with a negative "
+      "len (bytes: to the end; UTF-8: nothing), maxsplit=0, whitespace-only text, StringToNumber "
+      "of hex integers as floats, '1.', nan(payload), AsString fill flags ' ' and '+', bools "
+      "ignore width, a NaN with the sign bit ('-nan'), DecodeCSV trailing delimiters, spaces "
+      "around numbers, quoted numbers; RE2's $ (end of text only), . (no newline), (?i), "
+      "invalid UTF-8 with an empty pattern; StringLength of invalid UTF-8.")
+def op_strings_edges(b):
+    x = b.placeholder("x", _s("abcdef", "äbcdéf"))
+    b.raw("Substr", "substr_neg_len_byte", input=x, pos=np.int32(1), len=np.int32(-1))
+    b.raw("Substr", "substr_neg_len_utf8", input=x, pos=np.int32(1), len=np.int32(-2), unit="UTF8_CHAR")
+    b.raw("Substr", "substr_pos_at_end", input=x, pos=np.int32(6), len=np.int32(2))
+    y = b.placeholder("y", _s("", " a b", "x,y", "   ", "\x0b a\x0c"), shape=[None])
+    b.raw("StringSplitV2", "split_max0", input=y, sep="", maxsplit=0)
+    b.raw("StringSplitV2", "split_ws_max2", input=y, sep="", maxsplit=2)
+    b.raw("StringToNumber", "to_float_edges", string_tensor=_s("0x10", "1.", "nan(123)", "-0", "1e-45", "3.4028236e38"))
+    nan = np.array([np.nan, -np.nan, 1.5, -2.0], np.float32)
+    nan[1] = -abs(nan[1])
+    f = b.placeholder("f", nan)
+    b.raw("AsString", "as_string_fill_space", input=f, width=8, fill=" ", precision=2)
+    b.raw("AsString", "as_string_fill_plus", input=f, width=9, fill="+", precision=1)
+    b.raw("AsString", "as_string_shortest_nan", input=f, shortest=True)
+    b.raw("AsString", "as_string_left_nan", input=f, width=7, fill="-")
+    b.raw("AsString", "as_string_fill_no_width", input=np.array([3, -3], np.int32), fill="+")
+    b.raw("AsString", "as_string_bool_width", input=np.array([True, False]), width=7)
+    b.raw("DecodeCSV", "csv_edges", records=_s("1,2,", " 3 , 4.5 ,x", '"5","6",""'),
+          record_defaults=[np.array([0], np.int32), np.array([0.0], np.float32), np.array([b"e"])])
+    z = b.placeholder("z", _s("a\nb\n", "aAb", b"a\xffb", ""))
+    b.raw("RegexReplace", "regex_dollar", input=z, pattern="$", rewrite="!")
+    b.raw("RegexReplace", "regex_dot_newline", input=z, pattern=".", rewrite="_")
+    b.raw("RegexReplace", "regex_case_insensitive", input=z, pattern="(?i)a", rewrite="!")
+    b.raw("RegexReplace", "regex_empty_invalid_utf8", input=z, pattern="", rewrite="-")
+    b.raw("StringLength", "length_invalid_utf8", input=z, unit="UTF8_CHAR")

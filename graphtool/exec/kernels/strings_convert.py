@@ -120,16 +120,11 @@ def as_string(ctx, input, *, T, precision, scientific, shortest, width, fill):
 
 
 def _format_float(spec: str, value: float) -> str:
-    """printf of one double; C writes a NaN with the sign bit set as "-nan", Python as "nan"."""
-    text = spec % value
+    """printf of one double. C writes a NaN with the sign bit set as "-nan", Python as "nan":
+    format -inf instead (same width and flags) and rename it."""
     if value != value and np.signbit(value):
-        signed = text.replace("nan", "-nan", 1)
-        if signed.startswith(" "):       # the sign takes a padding space (right-aligned)
-            signed = signed[1:]
-        elif signed.endswith(" "):       # left-aligned
-            signed = signed[:-1]
-        text = signed
-    return text
+        return (spec % float("-inf")).replace("inf", "nan")
+    return spec % value
 
 
 # --- DecodeRaw ----------------------------------------------------------------------------------
