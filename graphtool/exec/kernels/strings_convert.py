@@ -222,6 +222,9 @@ def decode_csv(ctx, records, *record_defaults, OUT_TYPE, field_delim, use_quote_
     return tuple(outputs)
 
 
+_CSV_TYPE_NAMES = {"float32": "float", "float64": "double"}   # TensorFlow's wording
+
+
 def _csv_value(ctx, field: bytes, default, dtype, na: bytes, column: int, record: int):
     if not field or field == na:
         if default.size == 0:
@@ -232,6 +235,6 @@ def _csv_value(ctx, field: bytes, default, dtype, na: bytes, column: int, record
         return field
     value = parse_number(field, np.dtype(dtype.numpy))
     if value is None:
-        ctx.fail(f"Field {column} in record {record} is not a valid {dtype.name}: "
+        ctx.fail(f"Field {column} in record {record} is not a valid {_CSV_TYPE_NAMES.get(dtype.name, dtype.name)}: "
                  f"{field.decode('utf-8', 'replace')}")
     return value
