@@ -1,5 +1,9 @@
 """Preprocessing graphs as input pipelines write them (family `preprocessing`): CSV lines and
 serialized tf.Examples turned into model-ready tensors with tf.io / tf.strings / tf.lookup."""
+import itertools
+import uuid
+from unittest import mock
+
 import numpy as np
 
 from .ops_strings import _example
@@ -27,11 +31,15 @@ def preprocessing_csv_example(b):
     dollars = tf.strings.to_number(tf.strings.regex_replace(income, r"[$,]", ""), tf.float32,
                                    name="income_number")
     country = tf.strings.lower(tf.strings.strip(country), name="country_clean")
-    vocab = tf.lookup.StaticVocabularyTable(
-        tf.lookup.KeyValueTensorInitializer(_COUNTRIES, tf.range(len(_COUNTRIES), dtype=tf.int64)),
-        num_oov_buckets=2, name="country_vocab")
-    exact = tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(["de", "us"], [1.0, 2.0]), default_value=0.0, name="region")
+    # StaticHashTable names its shared table "hash_table_<uuid4>"; counted uuids keep the
+    # fixture reproducible (the names stay as unique as TensorFlow makes them).
+    counter = itertools.count(1)
+    with mock.patch.object(uuid, "uuid4", lambda: uuid.UUID(int=next(counter))):
+        vocab = tf.lookup.StaticVocabularyTable(
+            tf.lookup.KeyValueTensorInitializer(_COUNTRIES, tf.range(len(_COUNTRIES), dtype=tf.int64)),
+            num_oov_buckets=2, name="country_vocab")
+        exact = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(["de", "us"], [1.0, 2.0]), default_value=0.0, name="region")
     with tf.control_dependencies([vocab._table.initializer, exact.initializer]):
         country_id = tf.identity(vocab.lookup(country), name="country_id")
         region = tf.identity(exact.lookup(country), name="region_weight")
