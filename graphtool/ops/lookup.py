@@ -58,6 +58,13 @@ for _name, _k, _v in (("LookupTableImport", "Tin", "Tout"), ("LookupTableInsert"
              attrs=[f"{_k}: type", f"{_v}: type"], shape=no_outputs, stateful=True)
     register(_name, inputs=["table_handle: Ref(string)", f"keys: {_k}", f"values: {_v}"],
              attrs=[f"{_k}: type", f"{_v}: type"], shape=no_outputs)
+# tf.lookup.TextFileInitializer: a vocabulary file, one entry per line.
+_TEXT_FILE_ATTRS = ["key_index: int >= -2", "value_index: int >= -2", "vocab_size: int >= -1 = -1",
+                    "delimiter: string = '\\t'", "offset: int = 0"]
+register("InitializeTableFromTextFileV2", inputs=["table_handle: resource", "filename: string"],
+         attrs=_TEXT_FILE_ATTRS, shape=lambda ctx: (ctx.with_rank(1, 0), [])[1], stateful=True)
+register("InitializeTableFromTextFile", inputs=["table_handle: Ref(string)", "filename: string"],
+         attrs=_TEXT_FILE_ATTRS, shape=lambda ctx: (ctx.with_rank(1, 0), [])[1])
 register("LookupTableRemoveV2", inputs=["table_handle: resource", "keys: Tin"], attrs=["Tin: type"],
          shape=no_outputs, stateful=True)
 register("LookupTableSizeV2", inputs=["table_handle: resource"], outputs=["size: int64"], shape=scalar,

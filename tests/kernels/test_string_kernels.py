@@ -211,3 +211,53 @@ def test_mutable_table_inserts_overwrite_and_export():
     keys, values = session.run(["export:0", "export:1"]).values
     assert sorted(zip(keys.tolist(), values.tolist())) == [(b"a", 1), (b"b", 7)]
     assert session.run(["size:0"]).values[0] == 2
+
+
+# --- vocabulary files: expected entries as TensorFlow 2.21 read the same file ------------------
+
+VOCAB = b"apple\t10\nbanana\t20\ncherry pie\t30\r\nd\t40\n"
+
+
+def text_file_table(tmp_path, key_dtype, value_dtype, content=VOCAB, **attrs):
+    path = tmp_path / "vocab.txt"
+    path.write_bytes(content)
+    g = Graph()
+    table = g.add_node("HashTableV2", "table", attrs={"key_dtype": key_dtype, "value_dtype": value_dtype})
+    filename = g.add_node("Const", "filename", attrs={"value": np.array(str(path).encode(), object),
+                                                      "dtype": dtypes.string})
+    g.add_node("InitializeTableFromTextFileV2", "init", inputs=[table.output(), filename.output()], attrs=attrs)
+    g.add_node("LookupTableExportV2", "export", inputs=[table.output()],
+               attrs={"Tkeys": key_dtype, "Tvalues": value_dtype})
+    session = Session(g)
+    session.run([], targets=["init"])
+    keys, values = session.run(["export:0", "export:1"]).values
+    return sorted(zip(keys.tolist(), values.tolist()))
+
+
+@pytest.mark.parametrize("key_dtype, value_dtype, attrs, expected", [
+    (dtypes.string, dtypes.int64, {"key_index": -2, "value_index": -1},
+     [(b"apple\t10", 0), (b"banana\t20", 1), (b"cherry pie\t30", 2), (b"d\t40", 3)]),
+    (dtypes.string, dtypes.int64, {"key_index": -2, "value_index": -1, "offset": 5},
+     [(b"apple\t10", 5), (b"banana\t20", 6), (b"cherry pie\t30", 7), (b"d\t40", 8)]),
+    (dtypes.string, dtypes.int64, {"key_index": 0, "value_index": 1},
+     [(b"apple", 10), (b"banana", 20), (b"cherry pie", 30), (b"d", 40)]),
+    (dtypes.string, dtypes.int64, {"key_index": 0, "value_index": -1, "vocab_size": 2}, [(b"apple", 0), (b"banana", 1)]),
+    (dtypes.int64, dtypes.string, {"key_index": -1, "value_index": 0, "offset": 3},
+     [(3, b"apple"), (4, b"banana"), (5, b"cherry pie"), (6, b"d")]),
+    (dtypes.string, dtypes.float32, {"key_index": 0, "value_index": 1},
+     [(b"apple", 10.0), (b"banana", 20.0), (b"cherry pie", 30.0), (b"d", 40.0)]),
+    (dtypes.string, dtypes.int64, {"key_index": 1, "value_index": -1}, [(b"10", 0), (b"20", 1), (b"30", 2), (b"40", 3)]),
+])
+def test_vocabulary_file_reads_as_tensorflow(tmp_path, key_dtype, value_dtype, attrs, expected):
+    assert text_file_table(tmp_path, key_dtype, value_dtype, **attrs) == expected
+
+
+@pytest.mark.parametrize("content, attrs, message", [
+    (b"apple\t10\n\nb\t2\n", {"key_index": -2, "value_index": -1}, "empty line found at position 10"),
+    (VOCAB, {"key_index": 0, "value_index": -1, "vocab_size": 10}, "expected 10 but got 4"),
+    (VOCAB, {"key_index": 0, "value_index": 1, "delimiter": " "}, "expected at least 2 got 1"),
+    (VOCAB, {"key_index": 0, "value_index": 0}, "Field apple in line 0 is not a valid int64"),
+])
+def test_vocabulary_file_errors(tmp_path, content, attrs, message):
+    with pytest.raises(Exception, match=message):
+        text_file_table(tmp_path, dtypes.string, dtypes.int64, content, **attrs)

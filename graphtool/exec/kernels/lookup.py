@@ -194,3 +194,73 @@ def lookup_table_export(ctx, table_handle, *, Tkeys, Tvalues):
     keys[:] = [k for k, _ in items]
     values[:] = [v for _, v in items]
     return keys, values
+
+
+# --- vocabulary files (tf.lookup.TextFileInitializer) -------------------------------------------
+
+_WHOLE_LINE, _LINE_NUMBER = -2, -1
+
+
+def _text_file_entries(ctx, path: str, key_index: int, value_index: int, vocab_size: int, delimiter: str,
+                       offset: int, key_dtype, value_dtype) -> list:
+    """(key, value) per line as TensorFlow's TextFileLineIterator reads them: lines end at '\\n'
+    (a '\\r' before it is dropped), an empty line is an error, columns are split at the
+    one-character delimiter, index -1 is the line number plus `offset`, -2 the whole line."""
+    from .strings_convert import parse_number
+
+    if len(delimiter) != 1:
+        ctx.fail("delimiter should be only 1 char")
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except OSError as exc:
+        ctx.fail(f"{path}; {exc.strerror or 'cannot be read'}")
+    lines, position = [], 0
+    for raw in data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n"):
+        position += len(raw) + 1
+        if vocab_size != -1 and len(lines) == vocab_size:
+            break
+        line = raw[:-1] if raw.endswith(b"\r") else raw
+        if not line:
+            ctx.fail(f"Invalid content in {path}: empty line found at position {position}.")
+        lines.append(line)
+    if vocab_size != -1 and len(lines) != vocab_size:
+        ctx.fail(f"Invalid vocab_size in {path}: expected {vocab_size} but got {len(lines)}")
+    needed = max(key_index, value_index) + 1
+    entries = []
+    for number, line in enumerate(lines):
+        columns = line.split(delimiter.encode())
+        if len(columns) < needed:
+            ctx.fail(f"Invalid number of columns in {path} line {number} ({line.decode('utf-8', 'replace')}) : "
+                     f"expected at least {needed} got {len(columns)}")
+
+        def field(index, dtype):
+            if index == _LINE_NUMBER:
+                return number + offset
+            text = line if index == _WHOLE_LINE else columns[index]
+            if dtype.name == "string":
+                return text
+            value = parse_number(text, np.dtype(dtype.numpy))
+            if value is None:
+                ctx.fail(f"Field {text.decode('utf-8', 'replace')} in line {number} is not a valid {dtype.name}.")
+            return value
+        entries.append((field(key_index, key_dtype), field(value_index, value_dtype)))
+    return entries
+
+
+@kernel("InitializeTableFromTextFileV2", "InitializeTableFromTextFile", devices=_CPU)
+def initialize_table_from_text_file(ctx, table_handle, filename, *, key_index, value_index, vocab_size, delimiter,
+                                    offset):
+    table = _table(ctx, table_handle)
+    if np.ndim(filename) != 0:
+        ctx.fail(f"filename should be a single string, but got {Shape(np.shape(filename))}")
+    path = filename[()]
+    path = path.decode() if isinstance(path, bytes) else str(path)
+    pairs = _text_file_entries(ctx, path, key_index, value_index, vocab_size, delimiter, offset,
+                               table.key_dtype, table.value_dtype)
+    with table.lock:
+        if table.mutable:
+            table.entries.update(pairs)
+        else:
+            _initialize(ctx, table, pairs)
+    return ()
