@@ -18,9 +18,8 @@ import threading
 import numpy as np
 
 from ...shapes import Shape
-from .registry import CPU, kernel
+from .gpu_host_memory import host_kernel
 
-_CPU = (CPU,)
 _DEFAULT_CONTAINER = "localhost"
 
 
@@ -48,7 +47,7 @@ def _key(value):
     return value.encode() if isinstance(value, str) else value
 
 
-@kernel("HashTableV2", "MutableHashTableV2", "HashTable", "MutableHashTable", devices=_CPU)
+@host_kernel("HashTableV2", "MutableHashTableV2", "HashTable", "MutableHashTable")
 def hash_table(ctx, *, container, shared_name, use_node_name_sharing, key_dtype, value_dtype):
     # Without a shared name the table is the node's own (TensorFlow names it after the kernel).
     name = shared_name or (ctx.node_name if use_node_name_sharing else f"_table_of_{ctx.node_name}")
@@ -94,7 +93,7 @@ def _check_types(ctx, table: Table, keys, values=None):
             ctx.fail(f"Value must be type {table.value_dtype.name} but got {got_value.name}")
 
 
-@kernel("LookupTableFindV2", "LookupTableFind", devices=_CPU)
+@host_kernel("LookupTableFindV2", "LookupTableFind")
 def lookup_table_find(ctx, table_handle, keys, default_value, *, Tin, Tout):
     table = _table(ctx, table_handle)
     _check_types(ctx, table, keys, default_value)
@@ -131,7 +130,7 @@ def _initialize(ctx, table: Table, pairs: list) -> None:
     table.entries, table.initialized = entries, True
 
 
-@kernel("InitializeTableV2", "InitializeTable", devices=_CPU)
+@host_kernel("InitializeTableV2", "InitializeTable")
 def initialize_table(ctx, table_handle, keys, values, *, Tkey, Tval):
     table = _table(ctx, table_handle)
     pairs = _pairs(ctx, table, keys, values)
@@ -142,7 +141,7 @@ def initialize_table(ctx, table_handle, keys, values, *, Tkey, Tval):
     return ()
 
 
-@kernel("LookupTableImportV2", "LookupTableImport", devices=_CPU)
+@host_kernel("LookupTableImportV2", "LookupTableImport")
 def lookup_table_import(ctx, table_handle, keys, values, *, Tin, Tout):
     table = _table(ctx, table_handle)
     pairs = _pairs(ctx, table, keys, values)
@@ -154,7 +153,7 @@ def lookup_table_import(ctx, table_handle, keys, values, *, Tin, Tout):
     return ()
 
 
-@kernel("LookupTableInsertV2", "LookupTableInsert", devices=_CPU)
+@host_kernel("LookupTableInsertV2", "LookupTableInsert")
 def lookup_table_insert(ctx, table_handle, keys, values, *, Tin, Tout):
     table = _table(ctx, table_handle)
     pairs = _pairs(ctx, table, keys, values)
@@ -165,7 +164,7 @@ def lookup_table_insert(ctx, table_handle, keys, values, *, Tin, Tout):
     return ()
 
 
-@kernel("LookupTableRemoveV2", devices=_CPU)
+@host_kernel("LookupTableRemoveV2")
 def lookup_table_remove(ctx, table_handle, keys, *, Tin):
     table = _table(ctx, table_handle)
     _check_types(ctx, table, keys)
@@ -177,14 +176,14 @@ def lookup_table_remove(ctx, table_handle, keys, *, Tin):
     return ()
 
 
-@kernel("LookupTableSizeV2", "LookupTableSize", devices=_CPU)
+@host_kernel("LookupTableSizeV2", "LookupTableSize")
 def lookup_table_size(ctx, table_handle):
     table = _table(ctx, table_handle)
     with table.lock:
         return np.asarray(len(table.entries), dtype=np.int64)
 
 
-@kernel("LookupTableExportV2", devices=_CPU)
+@host_kernel("LookupTableExportV2")
 def lookup_table_export(ctx, table_handle, *, Tkeys, Tvalues):
     table = _table(ctx, table_handle)
     with table.lock:
@@ -248,7 +247,7 @@ def _text_file_entries(ctx, path: str, key_index: int, value_index: int, vocab_s
     return entries
 
 
-@kernel("InitializeTableFromTextFileV2", "InitializeTableFromTextFile", devices=_CPU)
+@host_kernel("InitializeTableFromTextFileV2", "InitializeTableFromTextFile")
 def initialize_table_from_text_file(ctx, table_handle, filename, *, key_index, value_index, vocab_size, delimiter,
                                     offset):
     table = _table(ctx, table_handle)

@@ -1,4 +1,5 @@
-"""Kernels that parse serialized tf.Example protos (ParseExampleV2, ParseSingleExample), CPU only.
+"""Kernels that parse serialized tf.Example protos (ParseExampleV2, ParseSingleExample),
+computed on the host.
 
 Per feature key and example the values are one of the Example's lists (bytes, float or int64);
 a feature that is absent, or present without any list set, counts as missing. Outputs:
@@ -15,7 +16,7 @@ import math
 import numpy as np
 
 from ...proto import example_pb2
-from .registry import CPU, kernel
+from .gpu_host_memory import host_kernel
 
 _KINDS = {"float32": "float_list", "int64": "int64_list", "string": "bytes_list"}
 _KIND_NAMES = {"float_list": "float", "int64_list": "int64", "bytes_list": "string"}
@@ -136,7 +137,7 @@ def parse_examples(ctx, serialized, names, sparse_keys, sparse_types, dense_keys
             *[r[0] for r in ragged], *[r[1] for r in ragged])
 
 
-@kernel("ParseExampleV2", devices=(CPU,))
+@host_kernel("ParseExampleV2")
 def parse_example_v2(ctx, serialized, names, sparse_keys, dense_keys, ragged_keys, *dense_defaults, Tdense,
                      num_sparse, sparse_types, ragged_value_types, ragged_split_types, dense_shapes):
     sparse_names, dense_names, ragged_names = _keys(sparse_keys), _keys(dense_keys), _keys(ragged_keys)
@@ -149,7 +150,7 @@ def parse_example_v2(ctx, serialized, names, sparse_keys, dense_keys, ragged_key
                           dense_shapes, ragged_names, ragged_value_types, ragged_split_types)
 
 
-@kernel("ParseSingleExample", devices=(CPU,))
+@host_kernel("ParseSingleExample")
 def parse_single_example(ctx, serialized, *dense_defaults, num_sparse, sparse_keys, dense_keys, sparse_types,
                          Tdense, dense_shapes):
     if serialized.ndim != 0:

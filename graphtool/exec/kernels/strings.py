@@ -1,7 +1,8 @@
 """Kernels of the string family: splitting, joining, substrings, case, regexes, base64, hashing.
 
 String tensors are numpy object arrays of `bytes` (a fed text array may hold `str`, read as
-UTF-8). These kernels run on the CPU only, as TensorFlow's do (strings live in host memory).
+UTF-8). They compute on the host: a GPU device runs them through gpu_host_memory.host_kernel,
+as TensorFlow keeps strings in host memory.
 Conversions between strings and numbers (StringToNumber, AsString, DecodeCSV, DecodeRaw) are in
 strings_convert.py, imported below.
 
@@ -20,9 +21,8 @@ import numpy as np
 
 from ...shapes import Shape
 from . import strings_convert  # noqa: F401  (registers the conversion kernels)
-from .registry import CPU, kernel
+from .gpu_host_memory import host_kernel
 
-_CPU = (CPU,)
 _WHITESPACE = b" \t\n\v\f\r"
 
 
@@ -65,7 +65,7 @@ def _split(text: bytes, sep: bytes, maxsplit: int) -> list[bytes]:
     return tokens
 
 
-@kernel("StringSplitV2", devices=_CPU)
+@host_kernel("StringSplitV2")
 def string_split_v2(ctx, input, sep, *, maxsplit):
     if input.ndim != 1:
         ctx.fail(f"input must be a vector, got shape: {Shape(input.shape)}")
@@ -82,7 +82,7 @@ def string_split_v2(ctx, input, sep, *, maxsplit):
             np.array([input.shape[0], width], dtype=np.int64))
 
 
-@kernel("StringJoin", devices=_CPU)
+@host_kernel("StringJoin")
 def string_join(ctx, *inputs, separator):
     shape = ()
     for tensor in inputs:
@@ -106,7 +106,7 @@ def _utf8_starts(text: bytes) -> list[int]:
     return [i for i, byte in enumerate(text) if byte & 0xC0 != 0x80] + [len(text)]
 
 
-@kernel("Substr", devices=_CPU)
+@host_kernel("Substr")
 def substr(ctx, input, pos, len, *, unit):
     if pos.shape != len.shape:
         ctx.fail(f"pos and len should have the same shape, got: {Shape(pos.shape)} vs. {Shape(len.shape)}")
@@ -137,7 +137,7 @@ def _check_encoding(ctx, encoding: str) -> None:
         ctx.fail(f"encoding must be '' or 'utf-8', got '{encoding}'")
 
 
-@kernel("StringLower", "StringUpper", devices=_CPU)
+@host_kernel("StringLower", "StringUpper")
 def string_case(ctx, input, *, encoding):
     _check_encoding(ctx, encoding)
     lower = ctx.op == "StringLower"
@@ -150,12 +150,12 @@ def string_case(ctx, input, *, encoding):
     return map_strings(input, convert)
 
 
-@kernel("StringStrip", devices=_CPU)
+@host_kernel("StringStrip")
 def string_strip(ctx, input):
     return map_strings(input, lambda text: text.strip(_WHITESPACE))
 
 
-@kernel("StringLength", devices=_CPU)
+@host_kernel("StringLength")
 def string_length(ctx, input, *, unit):
     if unit == "UTF8_CHAR":
         return map_strings(input, lambda text: sum(byte & 0xC0 != 0x80 for byte in text), np.int32)
@@ -243,13 +243,13 @@ def _regex_replace(ctx, input, pattern: bytes, rewrite: bytes, replace_global: b
     return map_strings(input, lambda text: regex_replace_text(regex, text, rewrite, replace_global))
 
 
-@kernel("RegexReplace", devices=_CPU)
+@host_kernel("RegexReplace")
 def regex_replace(ctx, input, pattern, rewrite, *, replace_global):
     return _regex_replace(ctx, input, scalar_string(ctx, pattern, "Pattern"),
                           scalar_string(ctx, rewrite, "Rewrite"), replace_global)
 
 
-@kernel("StaticRegexReplace", devices=_CPU)
+@host_kernel("StaticRegexReplace")
 def static_regex_replace(ctx, input, *, pattern, rewrite, replace_global):
     return _regex_replace(ctx, input, as_bytes(pattern), as_bytes(rewrite), replace_global)
 
@@ -259,12 +259,12 @@ def _full_match(ctx, input, pattern: bytes):
     return map_strings(input, lambda text: regex.fullmatch(text) is not None, np.bool_)
 
 
-@kernel("RegexFullMatch", devices=_CPU)
+@host_kernel("RegexFullMatch")
 def regex_full_match(ctx, input, pattern):
     return _full_match(ctx, input, scalar_string(ctx, pattern, "Pattern"))
 
 
-@kernel("StaticRegexFullMatch", devices=_CPU)
+@host_kernel("StaticRegexFullMatch")
 def static_regex_full_match(ctx, input, *, pattern):
     return _full_match(ctx, input, as_bytes(pattern))
 
@@ -274,13 +274,13 @@ def static_regex_full_match(ctx, input, *, pattern):
 _WEB_SAFE = re.compile(rb"[A-Za-z0-9_-]*={0,2}")
 
 
-@kernel("EncodeBase64", devices=_CPU)
+@host_kernel("EncodeBase64")
 def encode_base64(ctx, input, *, pad):
     encode = base64.urlsafe_b64encode
     return map_strings(input, (lambda text: encode(text)) if pad else (lambda text: encode(text).rstrip(b"=")))
 
 
-@kernel("DecodeBase64", devices=_CPU)
+@host_kernel("DecodeBase64")
 def decode_base64(ctx, input):
     def decode(text):
         body = text.rstrip(b"=")
@@ -297,7 +297,7 @@ def decode_base64(ctx, input):
 
 # --- hashing ------------------------------------------------------------------------------------
 
-@kernel("StringToHashBucketFast", devices=_CPU)
+@host_kernel("StringToHashBucketFast")
 def string_to_hash_bucket_fast(ctx, input, *, num_buckets):
     """FarmHash's Fingerprint64 (TensorFlow's Fingerprint64), modulo the bucket count."""
     import farmhash   # the `cityhash` distribution's FarmHash bindings
@@ -305,7 +305,7 @@ def string_to_hash_bucket_fast(ctx, input, *, num_buckets):
     return map_strings(input, lambda text: farmhash.Fingerprint64(text) % num_buckets, np.int64)
 
 
-@kernel("StringToHashBucketStrong", devices=_CPU)
+@host_kernel("StringToHashBucketStrong")
 def string_to_hash_bucket_strong(ctx, input, *, num_buckets, key):
     if len(key) != 2:
         ctx.fail(f"Invalid key size {len(key)}, expected 2.")

@@ -1,4 +1,5 @@
-"""String <-> number kernels: StringToNumber, AsString, DecodeCSV, DecodeRaw (CPU only).
+"""String <-> number kernels: StringToNumber, AsString, DecodeCSV, DecodeRaw (computed on the
+host, see strings.py).
 
 Number parsing follows TensorFlow's safe_strto* functions: surrounding ASCII whitespace is
 allowed; integers are decimal with an optional sign and must fit the type; floats are decimal or
@@ -13,9 +14,8 @@ import ml_dtypes
 import numpy as np
 
 from ...shapes import Shape
-from .registry import CPU, kernel
+from .gpu_host_memory import host_kernel
 
-_CPU = (CPU,)
 _WHITESPACE = b" \t\n\v\f\r"
 _DECIMAL = re.compile(rb"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _SPECIAL = re.compile(rb"[+-]?(inf|infinity|nan)", re.I)
@@ -53,7 +53,7 @@ def parse_number(text: bytes, dtype: np.dtype):
     return value if low <= value <= high else None
 
 
-@kernel("StringToNumber", devices=_CPU)
+@host_kernel("StringToNumber")
 def string_to_number(ctx, string_tensor, *, out_type):
     dtype = np.dtype(out_type.numpy)
     flat = string_tensor.reshape(-1).tolist()
@@ -91,7 +91,7 @@ def _number_format(ctx, kind: str, precision: int, scientific: bool, shortest: b
     return spec + ("s" if kind in "bS" else "d")
 
 
-@kernel("AsString", devices=_CPU)
+@host_kernel("AsString")
 def as_string(ctx, input, *, T, precision, scientific, shortest, width, fill):
     dtype = np.dtype(T.numpy) if T.numpy is not None else None
     if dtype is None or T.name == "variant":
@@ -129,7 +129,7 @@ def _format_float(spec: str, value: float) -> str:
 
 # --- DecodeRaw ----------------------------------------------------------------------------------
 
-@kernel("DecodeRaw", devices=_CPU)
+@host_kernel("DecodeRaw")
 def decode_raw(ctx, bytes, *, out_type, little_endian):
     dtype = np.dtype(out_type.numpy).newbyteorder("<" if little_endian else ">")
     flat = [_as_bytes(v) for v in bytes.reshape(-1).tolist()]
@@ -190,7 +190,7 @@ def _csv_fields(ctx, record: bytes, delim: bytes, use_quote: bool, index: int) -
             return fields
 
 
-@kernel("DecodeCSV", devices=_CPU)
+@host_kernel("DecodeCSV")
 def decode_csv(ctx, records, *record_defaults, OUT_TYPE, field_delim, use_quote_delim, na_value, select_cols):
     delim, na = _as_bytes(field_delim), _as_bytes(na_value)
     if len(delim) != 1:
