@@ -167,6 +167,10 @@ def test_parse_example_dense_required_and_wrong_sizes():
         parse(strings(example(g=[1.0])), np.zeros([0], np.float32), Shape([2]))
     with pytest.raises(KernelError, match="Values size: 3 but output shape: \\[2\\]"):
         parse(strings(example(f=[1.0, 2.0, 3.0])), np.zeros([0], np.float32), Shape([2]))
+    with pytest.raises(KernelError, match="must contain a single element \\(the padding element\\)"):
+        parse(strings(example(f=[1.0])), np.zeros([0], np.float32), Shape([None]))
+    padded = parse(strings(example(f=[1.0, 2.0]), example(g=[0.0]), example(f=[3.0])), np.float32([-1]), Shape([None]))
+    assert padded.tolist() == [[1.0, 2.0], [-1.0, -1.0], [3.0, -1.0]]
     with pytest.raises(KernelError, match="Could not parse example input"):
         parse(strings(b"\xff\xff"), np.zeros([0], np.float32), Shape([2]))
 

@@ -59,9 +59,12 @@ def _array(values: list, dtype, shape=None) -> np.ndarray:
     return out if shape is None else out.reshape(shape)
 
 
-def _dense(ctx, examples, key: str, default, dtype, shape, batch_shape) -> np.ndarray:
+def _dense(ctx, examples, key: str, default, dtype, shape, batch_shape, index_of_key: int) -> np.ndarray:
     dims = list(shape.dims)
     variable = bool(dims) and dims[0] is None
+    if variable and default.size != 1:
+        ctx.fail(f"dense_shape[{index_of_key}] is a variable length shape: {shape}, therefore def_value[{index_of_key}] "
+                 f"must contain a single element (the padding element).  But its shape is: {list(default.shape)}")
     inner = math.prod(dims[1:] if variable else dims)
     rows = []
     for index, example in enumerate(examples):
@@ -86,7 +89,7 @@ def _dense(ctx, examples, key: str, default, dtype, shape, batch_shape) -> np.nd
         flat = [value for row in rows for value in row]
         return _array(flat, dtype, (*batch_shape, *dims))
     longest = max((len(row) // inner for row in rows), default=0) if inner else 0
-    pad = default.reshape(-1).tolist()[0] if default.size else (b"" if dtype.name == "string" else 0)
+    pad = default.reshape(-1).tolist()[0]
     padded = [value for row in rows for value in row + [pad] * (longest * inner - len(row))]
     return _array(padded, dtype, (*batch_shape, longest, *dims[1:]))
 
@@ -129,8 +132,8 @@ def parse_examples(ctx, serialized, names, sparse_keys, sparse_types, dense_keys
         ctx.fail(f"Expected len(dense_defaults) == len(dense_keys) but got: {len(dense_defaults)} vs. "
                  f"{len(dense_keys)}")
     sparse = [_sparse(ctx, examples, key, dtype, scalar) for key, dtype in zip(sparse_keys, sparse_types)]
-    dense = [_dense(ctx, examples, key, default, dtype, shape, batch_shape)
-             for key, dtype, default, shape in zip(dense_keys, dense_types, dense_defaults, dense_shapes)]
+    dense = [_dense(ctx, examples, key, default, dtype, shape, batch_shape, i)
+             for i, (key, dtype, default, shape) in enumerate(zip(dense_keys, dense_types, dense_defaults, dense_shapes))]
     ragged = [_ragged(ctx, examples, key, dtype, split, scalar)
               for key, dtype, split in zip(ragged_keys, ragged_types, ragged_split_types)]
     return (*[s[0] for s in sparse], *[s[1] for s in sparse], *[s[2] for s in sparse], *dense,

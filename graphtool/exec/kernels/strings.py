@@ -284,14 +284,14 @@ def encode_base64(ctx, input, *, pad):
 def decode_base64(ctx, input):
     def decode(text):
         body = text.rstrip(b"=")
-        if not _WEB_SAFE.fullmatch(text) or len(body) % 4 == 1 or \
-                (len(text) != len(body) and len(text) % 4):
-            ctx.fail("Invalid character found in base64." if not _WEB_SAFE.fullmatch(text)
-                     else "Invalid base64 length.")
+        if not _WEB_SAFE.fullmatch(text) or (len(text) != len(body) and len(text) % 4):
+            ctx.fail("Invalid character found in base64.")
+        if len(body) % 4 == 1:
+            ctx.fail("Base64 string length cannot be 1 modulo 4.")
         try:
             return base64.urlsafe_b64decode(body + b"=" * (-len(body) % 4))
         except binascii.Error:
-            ctx.fail("Invalid base64 data.")
+            ctx.fail("Invalid character found in base64.")
     return map_strings(input, decode)
 
 
