@@ -78,6 +78,9 @@ def _decode_csv_shapes(ctx: InferenceContext) -> list[Shape]:
 register("StringSplitV2", inputs=["input: string", "sep: string"],
          outputs=["indices: int64", "values: string", "shape: int64"], attrs=["maxsplit: int = -1"],
          shape=_split_shapes)
+register("StringSplit", inputs=["input: string", "delimiter: string"],
+         outputs=["indices: int64", "values: string", "shape: int64"], attrs=["skip_empty: bool = true"],
+         shape=_split_shapes)
 register("StringToNumber", inputs=["string_tensor: string"], outputs=["output: out_type"],
          attrs=["out_type: {float, double, int32, int64, uint32, uint64} = DT_FLOAT"], shape=unchanged)
 register("StringJoin", inputs=["inputs: N * string"], outputs=["output: string"],

@@ -14,7 +14,7 @@ def _s(*texts):
 
 @case("op_strings_split_join", "strings",
       "StringSplitV2 (separator, whitespace with and without maxsplit, empty strings, an empty "
-      "batch, UTF-8 text), StringJoin (scalars broadcast, separator, N=1), StringStrip.")
+      "batch, UTF-8 text), StringSplit (v1: any delimiter byte, skip_empty, bytes), StringJoin (scalars broadcast, separator, N=1), StringStrip.")
 def op_strings_split_join(b):
     x = b.placeholder("x", _s("a,b,,c", "", " lead  and trail ", "héllo,wörld", "one"), shape=[None])
     b.raw("StringSplitV2", "split_comma", input=x, sep=",")
@@ -24,6 +24,9 @@ def op_strings_split_join(b):
     b.raw("StringSplitV2", "split_multichar_sep", input=x, sep="ll")
     b.raw("StringSplitV2", "split_empty_batch", input=b.placeholder("empty", _s("a")[:0], shape=[None]),
           sep=",")
+    b.raw("StringSplit", "split_v1_any_char", input=x, delimiter=", ")
+    b.raw("StringSplit", "split_v1_keep_empty", input=x, delimiter=",", skip_empty=False)
+    b.raw("StringSplit", "split_v1_bytes", input=x, delimiter="")
     y = b.placeholder("y", _s("p", "q", "", "r", "s"), shape=[None])
     b.raw("StringJoin", "join_sep", inputs=[x, y], separator="|")
     b.raw("StringJoin", "join_scalar_broadcast", inputs=["<", x, ">"])

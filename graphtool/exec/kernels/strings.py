@@ -65,14 +65,36 @@ def _split(text: bytes, sep: bytes, maxsplit: int) -> list[bytes]:
     return tokens
 
 
+def _split_any(text: bytes, delimiters: bytes, skip_empty: bool) -> list[bytes]:
+    """TensorFlow's StringSplit (v1): split at any one of the delimiter bytes; with no
+    delimiters, into single bytes."""
+    if not text:
+        return []   # even without skip_empty: an empty string has no tokens
+    if not delimiters:
+        return [text[i:i + 1] for i in range(len(text))]
+    tokens = re.split(b"[" + re.escape(delimiters) + b"]", text)
+    return [t for t in tokens if t] if skip_empty else tokens
+
+
+@host_kernel("StringSplit")
+def string_split(ctx, input, delimiter, *, skip_empty):
+    delimiters = scalar_string(ctx, delimiter, "delimiter")
+    return _sparse_tokens(ctx, input, lambda text: _split_any(text, delimiters, skip_empty))
+
+
 @host_kernel("StringSplitV2")
 def string_split_v2(ctx, input, sep, *, maxsplit):
+    separator = scalar_string(ctx, sep, "sep")
+    return _sparse_tokens(ctx, input, lambda text: _split(text, separator, maxsplit))
+
+
+def _sparse_tokens(ctx, input, split):
+    """The tokens of every string of a vector as a SparseTensor (indices, values, shape)."""
     if input.ndim != 1:
         ctx.fail(f"input must be a vector, got shape: {Shape(input.shape)}")
-    separator = scalar_string(ctx, sep, "sep")
     indices, values, width = [], [], 0
     for row, text in enumerate(input.tolist()):
-        tokens = _split(as_bytes(text), separator, maxsplit)
+        tokens = split(as_bytes(text))
         indices.extend((row, column) for column in range(len(tokens)))
         values.extend(tokens)
         width = max(width, len(tokens))
