@@ -8,7 +8,7 @@ from __future__ import annotations
 from .registry import not_differentiable
 
 not_differentiable(
-    "StringSplit", "StringSplitV2", "StringToNumber", "StringJoin", "Substr", "RegexReplace", "StaticRegexReplace",
+    "StringSplit", "StringSplitV2", "StringToNumber", "StringJoin", "ReduceJoin", "Substr", "RegexReplace", "StaticRegexReplace",
     "RegexFullMatch", "StaticRegexFullMatch", "StringLower", "StringUpper", "StringStrip", "StringLength",
     "AsString", "StringToHashBucketFast", "StringToHashBucketStrong", "DecodeRaw", "DecodeBase64",
     "EncodeBase64", "DecodeCSV",

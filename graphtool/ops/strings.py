@@ -81,6 +81,22 @@ register("StringSplitV2", inputs=["input: string", "sep: string"],
 register("StringSplit", inputs=["input: string", "delimiter: string"],
          outputs=["indices: int64", "values: string", "shape: int64"], attrs=["skip_empty: bool = true"],
          shape=_split_shapes)
+def _reduce_join_shape(ctx: InferenceContext) -> Shape:
+    shape, axes = ctx.shape(0), ctx.int_list(1)
+    if not shape.known_rank or axes is None:
+        return Shape.unknown()
+    rank = shape.rank
+    for axis in axes:
+        if not -rank <= axis < rank:
+            ctx.fail(f"Invalid reduction dimension {axis} for input with {rank} dimension(s)")
+    reduced = {axis % rank for axis in axes}
+    if ctx.attr("keep_dims"):
+        return Shape([1 if i in reduced else d for i, d in enumerate(shape.dims)])
+    return Shape([d for i, d in enumerate(shape.dims) if i not in reduced])
+
+
+register("ReduceJoin", inputs=["inputs: string", "reduction_indices: int32"], outputs=["output: string"],
+         attrs=["keep_dims: bool = false", "separator: string = ''"], shape=_reduce_join_shape)
 register("StringToNumber", inputs=["string_tensor: string"], outputs=["output: out_type"],
          attrs=["out_type: {float, double, int32, int64, uint32, uint64} = DT_FLOAT"], shape=unchanged)
 register("StringJoin", inputs=["inputs: N * string"], outputs=["output: string"],

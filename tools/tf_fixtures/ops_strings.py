@@ -14,7 +14,8 @@ def _s(*texts):
 
 @case("op_strings_split_join", "strings",
       "StringSplitV2 (separator, whitespace with and without maxsplit, empty strings, an empty "
-      "batch, UTF-8 text), StringSplit (v1: any delimiter byte, skip_empty, bytes), StringJoin (scalars broadcast, separator, N=1), StringStrip.")
+      "batch, UTF-8 text), StringSplit (v1: any delimiter byte, skip_empty, bytes), StringJoin (scalars broadcast, separator, N=1), ReduceJoin (axis orders, keep_dims, no axes, "
+      "an empty axis), StringStrip.")
 def op_strings_split_join(b):
     x = b.placeholder("x", _s("a,b,,c", "", " lead  and trail ", "héllo,wörld", "one"), shape=[None])
     b.raw("StringSplitV2", "split_comma", input=x, sep=",")
@@ -33,6 +34,11 @@ def op_strings_split_join(b):
     b.raw("StringJoin", "join_one", inputs=[y])
     m = b.placeholder("m", _s("ab", "c", "ü", "d").reshape(2, 2))
     b.raw("StringJoin", "join_matrix", inputs=[m, m, "!"], separator="-")
+    for axes, keep in (([0], False), ([-1], True), ([0, 1], False), ([1, 0], True), ([], False)):
+        b.raw("ReduceJoin", f"reduce_join_{'_'.join(str(a).replace('-', 'neg') for a in axes) or 'none'}"
+              f"{'_keep' if keep else ''}", inputs=m, reduction_indices=np.array(axes, np.int32), keep_dims=keep,
+              separator="+")
+    b.raw("ReduceJoin", "reduce_join_empty_axis", inputs=np.zeros([2, 0], "S1"), reduction_indices=[1])
     b.raw("StringStrip", "strip", input=_s(" a ", "\tb\n", "", "  ", "c d"))
     b.variant("second", x=_s("x y z"), y=_s("w"))
 

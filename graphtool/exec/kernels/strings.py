@@ -120,6 +120,28 @@ def string_join(ctx, *inputs, separator):
     return out.reshape(shape)
 
 
+@host_kernel("ReduceJoin")
+def reduce_join(ctx, inputs, reduction_indices, *, keep_dims, separator):
+    """Join along the reduction axes; the first axis listed varies fastest (TensorFlow's order)."""
+    rank, axes = inputs.ndim, [int(a) for a in np.ravel(reduction_indices).tolist()]
+    for axis in axes:
+        if not -rank <= axis < rank:
+            ctx.fail(f"Invalid reduction dimension {axis} for input with {rank} dimension(s)")
+    axes = [axis % rank for axis in axes]
+    if len(set(axes)) != len(axes):
+        ctx.fail(f"Duplicate reduction dimension {next(a for a in axes if axes.count(a) > 1)}")
+    kept = [i for i in range(rank) if i not in axes]
+    moved = np.transpose(np.asarray(inputs, dtype=object), kept + axes[::-1])
+    rows = moved.reshape(int(np.prod([inputs.shape[i] for i in kept], dtype=np.int64)),
+                         int(np.prod([inputs.shape[a] for a in axes], dtype=np.int64)))
+    sep = as_bytes(separator)
+    out = np.empty(rows.shape[0], dtype=object)
+    out[:] = [sep.join(as_bytes(v) for v in row) for row in rows.tolist()]
+    shape = [1 if i in axes else d for i, d in enumerate(inputs.shape)] if keep_dims else \
+        [inputs.shape[i] for i in kept]
+    return out.reshape(shape)
+
+
 # --- substrings, case, whitespace, length ---------------------------------------------------------
 
 def _utf8_starts(text: bytes) -> list[int]:
