@@ -165,7 +165,7 @@ def substr(ctx, input, pos, len, *, unit):
     for i, (text, start, length) in enumerate(zip(texts, starts, lengths)):
         text = as_bytes(text)
         offsets = _utf8_starts(text) if unit == "UTF8_CHAR" else None
-        size = builtins.len(offsets) - 1 if offsets is not None else builtins.len(text)
+        size = builtins.len(offsets) - 1 if offsets is not None else builtins.len(text)   # `len` is the op's input here
         if not -size <= start <= size:
             ctx.fail(f"pos {start} out of range for string b'{text.decode('utf-8', 'replace')}' at index {i}")
         start = start + size if start < 0 else start
