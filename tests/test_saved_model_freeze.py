@@ -211,3 +211,16 @@ def test_a_second_handle_to_a_restored_variable_gets_its_key():
     ])
     keys = checkpoint_keys(meta, "test")
     assert keys == {"v": ("layer/w", ""), "v_again": ("layer/w", "")}
+
+
+def test_lookups_wait_for_the_table_initializer():
+    """module_lookup_tables: the __saved_model_init_op (LookupTableImportV2 of both tables) comes
+    along, and every LookupTableFindV2 has it as a control input, so one run fills and reads."""
+    from graphtool.saved_model import load_saved_model
+
+    graph, _ = load_saved_model(str(MODELS / "module_lookup_tables" / "model"))
+    finds = [n for n in graph.nodes if n.op == "LookupTableFindV2"]
+    imports = [n for n in graph.nodes if n.op == "LookupTableImportV2"]
+    assert len(finds) == 2 and len(imports) == 2
+    for find in finds:
+        assert any(init.op == "NoOp" for init in find.control_inputs), find.name

@@ -215,6 +215,35 @@ def module_stateful(out: Path):
 
 
 @case
+def module_lookup_tables(out: Path):
+    """tf.Module with lookup tables: a StaticHashTable (string -> int64) and a
+    StaticVocabularyTable with OOV hash buckets, filled by the SavedModel's
+    __saved_model_init_op; string preprocessing (lower, strip) before the lookups."""
+    import tensorflow as tf
+
+    class Vocab(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.exact = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(["cat", "dog", "ému"], tf.constant([3, 5, 7], tf.int64)), -1)
+            self.vocab = tf.lookup.StaticVocabularyTable(
+                tf.lookup.KeyValueTensorInitializer(["a", "b", "c"], tf.constant([0, 1, 2], tf.int64)), 3)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="words")])
+        def lookup(self, words):
+            clean = tf.strings.lower(tf.strings.strip(words))
+            return {"exact": self.exact.lookup(clean), "ids": self.vocab.lookup(clean)}
+
+    module = Vocab()
+    tf.saved_model.save(module, str(out), signatures={"serving_default": module.lookup})
+    feeds = {"words": np.array([b" Cat", b"dog ", b"a", b"zebra", "\u00e9mu".encode(), b"C"])}
+    loaded = tf.saved_model.load(str(out))
+    outputs = loaded.signatures["serving_default"](words=tf.constant(feeds["words"]))
+    return {"serving_default": (feeds, {k: v.numpy() for k, v in outputs.items()}, {})}, \
+        "tables filled by __saved_model_init_op, which dftool's loader makes every lookup wait for"
+
+
+@case
 def tf1_resource(out: Path):
     """A TF1 graph (v1 control flow) with resource variables, saved with the v1 SavedModelBuilder:
     variables read inside a v1 while loop (Enter on the resource handle) and a v1 cond (Switch

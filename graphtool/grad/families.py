@@ -22,6 +22,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "random",
     "training",
     "image",
+    "strings",
 )
 
 for _module in FAMILY_MODULES:

@@ -8,6 +8,8 @@ Steps:
 3. cut the GraphDef down to what the signature's outputs need (the save/restore machinery holds
    ops no signature uses), import it, and lower functional ops (calls, If, While, Case) to v1
    control flow so that variables captured by functions become visible handles;
+   The SavedModel's init op comes along when it fills lookup tables: every table lookup waits
+   for it by a control edge, so tables are filled in the frozen graph's every step;
 4. freeze: read the variables from variables/variables.{index,data-*} and replace the handles and
    their readers by Consts (freeze.py);
 5. prune to the signature (its inputs become the graph's feeds, its outputs its fetches) and make
@@ -85,9 +87,11 @@ def load_saved_model(path: str, signature: str | None = None, *, verify: bool = 
     info = SavedModelInfo(path, file.parent, list(meta.meta_info_def.tags), chosen, signatures(meta, path))
     keys = checkpoint_keys(meta, str(file))
 
-    needed = _needed_part(meta.graph_def, [t.tensor for t in chosen.inputs + chosen.outputs], str(file))
+    initializers = _table_initializers(meta, str(file))
+    needed = _needed_part(meta.graph_def, [t.tensor for t in chosen.inputs + chosen.outputs] + initializers, str(file))
     graph = from_graphdef(needed, str(file), verify=False)
     info.lowered = _lower(graph)
+    _initialize_tables_first(graph, initializers)
     values = _read_variables(graph, keys, info.directory / VARIABLES_PREFIX, str(file))
     report = freeze_variables(graph, values)
     info.variables = {name: keys[name].key for name in report.frozen}
@@ -123,6 +127,65 @@ def _needed_part(graph_def: GraphDef, tensors: list[str], source: str) -> GraphD
     out.library.CopyFrom(graph_def.library)
     out.node.extend(n for n in graph_def.node if n.name in needed)
     return out
+
+
+# Where a SavedModel keeps the op that initializes its lookup tables (TF2: a signature; TF1: a
+# collection), which TensorFlow's loader runs once before any signature.
+_INIT_SIGNATURE = "__saved_model_init_op"
+_INIT_COLLECTIONS = ("saved_model_main_op", "legacy_init_op")
+_TABLE_FILLERS = {"InitializeTableV2", "InitializeTable", "LookupTableImportV2", "LookupTableImport",
+                  "InitializeTableFromTextFileV2", "InitializeTableFromTextFile"}
+_TABLE_READERS = {"LookupTableFindV2", "LookupTableFind", "LookupTableSizeV2", "LookupTableSize",
+                  "LookupTableExportV2"}
+_VARIABLE_OPS = {"VariableV2", "Variable", "VarHandleOp", "Assign", "AssignVariableOp"}
+
+
+def _table_initializers(meta, source: str) -> list[str]:
+    """The SavedModel's init op when it fills lookup tables and touches no variable (variables
+    are frozen from the checkpoint instead), else nothing."""
+    if _INIT_SIGNATURE in meta.signature_def:
+        names = [t.name for t in meta.signature_def[_INIT_SIGNATURE].outputs.values()]
+    else:
+        names = next((list(meta.collection_def[key].node_list.value) for key in _INIT_COLLECTIONS
+                      if key in meta.collection_def), [])
+    names = [name.lstrip("^").split(":")[0] for name in names]
+    if not names or any(name not in {n.name for n in meta.graph_def.node} for name in names):
+        return []
+    part = _needed_part(meta.graph_def, names, source)
+    functions = {f.signature.name: f for f in part.library.function}
+    ops, pending, seen = set(), list(part.node), set()
+    while pending:   # ops of the part and of every function it calls
+        node = pending.pop()
+        ops.add(node.op)
+        for value in node.attr.values():
+            for name in [value.func.name] + [f.name for f in value.list.func]:
+                if name in functions and name not in seen:
+                    seen.add(name)
+                    pending.extend(functions[name].node_def)
+        if node.op in functions and node.op not in seen:
+            seen.add(node.op)
+            pending.extend(functions[node.op].node_def)
+    return names if ops & _TABLE_FILLERS and not ops & _VARIABLE_OPS else []
+
+
+def _initialize_tables_first(graph: Graph, initializers: list[str]) -> None:
+    """Make every table lookup wait for the init op: it then runs in each step, which refills a
+    static table with the entries it already has (a no-op) before it is read, so the frozen
+    graph needs no separate initialization run."""
+    inits = [graph.get(name) for name in initializers if graph.get(name) is not None]
+    if not inits:
+        return
+    upstream, stack = set(), list(inits)
+    while stack:   # what the init op itself needs must not wait for it
+        node = stack.pop()
+        if node not in upstream:
+            upstream.add(node)
+            stack.extend(ref.node for ref in node.inputs)
+            stack.extend(node.control_inputs)
+    for node in list(graph.nodes):
+        if node.op in _TABLE_READERS and node not in upstream:
+            for init in inits:
+                node.add_control_input(init)
 
 
 def _lower(graph: Graph) -> bool:

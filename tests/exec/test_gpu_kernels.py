@@ -153,7 +153,49 @@ def test_stack_close_and_tensor_array_gradient_on_strict_gpu_double():
     assert {"close", "ta_grad"} <= set(device.trace.launches())
 
 
-STATEFUL_OPS = {node.op for graph in (variables_graph(), stack_and_gradient_array_graph()) for node in graph.nodes}
+def tables_graph():
+    """Lookup tables the fixtures do not reach: a legacy mutable table (import, insert), a V2 one
+    (remove, export) and static tables filled from a vocabulary file (fed `vocab`)."""
+    b = GraphBuilder()
+    string, int64 = dtypes.as_dtype("string"), dtypes.as_dtype("int64")
+    keys = np.array([b"a", b"b", b"c"], dtype=object)
+    legacy = b.op("MutableHashTable", [], name="legacy", key_dtype=string, value_dtype=int64)
+    imported = b.op("LookupTableImport", [legacy, keys, np.array([1, 2, 3], np.int64)], name="legacy_import")
+    with b.control_dependencies([imported]):
+        inserted = b.op("LookupTableInsert", [legacy, keys[:1], np.array([9], np.int64)], name="legacy_insert")
+    with b.control_dependencies([inserted]):
+        b.op("LookupTableFind", [legacy, keys, np.int64(-1)], name="legacy_find")
+    table = b.op("MutableHashTableV2", [], name="mutable", key_dtype=string, value_dtype=int64)
+    filled = b.op("LookupTableInsertV2", [table, keys, np.array([4, 5, 6], np.int64)], name="insert")
+    with b.control_dependencies([filled]):
+        removed = b.op("LookupTableRemoveV2", [table, keys[1:2]], name="remove")
+    with b.control_dependencies([removed]):
+        b.op("LookupTableExportV2", [table], name="export", Tkeys=string, Tvalues=int64)
+    vocab = b.placeholder(string, [], name="vocab")
+    for op, table_op in (("InitializeTableFromTextFileV2", "HashTableV2"), ("InitializeTableFromTextFile", "HashTable")):
+        handle = b.op(table_op, [], name=f"{op}_table", key_dtype=string, value_dtype=int64)
+        init = b.op(op, [handle, vocab], name=f"{op}_init", key_index=-2, value_index=-1)
+        with b.control_dependencies([init]):
+            b.op("LookupTableFind" + ("V2" if op.endswith("V2") else ""), [handle, keys, np.int64(-1)], name=f"{op}_find")
+    return b.graph
+
+
+def test_tables_on_strict_gpu_double_match_cpu(tmp_path):
+    (tmp_path / "vocab.txt").write_bytes(b"c\na\n")
+    fetches = ["legacy_find:0", "export:0", "export:1", "InitializeTableFromTextFileV2_find:0",
+               "InitializeTableFromTextFile_find:0"]
+    feeds = {"vocab:0": np.array(str(tmp_path / "vocab.txt").encode(), dtype=object)}
+    graph = tables_graph()
+    cpu = Session(graph, device="cpu", threads=1).run(fetches, feeds).values
+    gpu = Session(graph, device=strict_gpu(), threads=1).run(fetches, feeds).values
+    for name, gpu_value, cpu_value in zip(fetches, gpu, cpu):
+        assert_same_values(name, gpu_value, cpu_value)
+    assert gpu[0].tolist() == [9, 2, 3] and gpu[3].tolist() == [1, -1, 0]
+    assert sorted(zip(gpu[1].tolist(), gpu[2].tolist())) == [(b"a", 4), (b"c", 6)]
+
+
+STATEFUL_OPS = {node.op for graph in (variables_graph(), stack_and_gradient_array_graph(), tables_graph())
+                for node in graph.nodes}
 
 
 def test_every_gpu_registered_kernel_is_exercised_on_the_double():

@@ -10,7 +10,7 @@ Infrastructure:
 Cases, one module per family (importing a module registers its cases):
     models, control_flow (with tensor_array), gradients, multi_device,
     ops_math, ops_array, ops_nn, ops_nn_extra, ops_dtype, ops_tensor_list, ops_linalg (linalg and fft),
-    ops_random,
+    ops_random, ops_image, ops_strings, preprocessing,
     grad_reference (forward-only graphs + tf.gradients values, for `dftool grad`)
 """
 # Importing a case module registers its cases; --list and a full run follow this order.
@@ -20,6 +20,7 @@ from . import ops_linalg  # noqa: F401, I001
 from . import ops_nn_extra  # noqa: F401, I001
 from . import ops_random  # noqa: F401, I001
 from . import ops_image  # noqa: F401, I001
+from . import ops_strings, preprocessing  # noqa: F401, I001
 from . import grad_reference  # noqa: F401, I001
 from .recording import generate, write_manifest
 from .registry import REGISTRY

@@ -42,3 +42,30 @@ def gpu_cast(ctx, x, *, SrcT, DstT, Truncate):
     host_input = x if isinstance(x, np.ndarray) else ctx.xp.asnumpy(x)
     result = cast(host_context(ctx), host_input, SrcT=SrcT, DstT=DstT, Truncate=Truncate)
     return ctx.xp.asarray(result) if device_holds(result.dtype) else result
+
+
+def on_host(cpu_kernel):
+    """`cpu_kernel` as a GPU kernel that computes in host memory: device inputs are copied to the
+    host, and outputs a device can hold are uploaded (strings and handles stay on the host)."""
+    import functools
+
+    @functools.wraps(cpu_kernel)   # keeps the signature, so the same attrs are bound
+    def run(ctx, *inputs, **attrs):
+        host = [value if isinstance(value, np.ndarray) else ctx.xp.asnumpy(value) for value in inputs]
+        result = cpu_kernel(host_context(ctx), *host, **attrs)
+        outputs = tuple(ctx.xp.asarray(out) if device_holds(out.dtype) else out
+                        for out in (result if isinstance(result, tuple) else (result,)))
+        return outputs if isinstance(result, tuple) else outputs[0]
+    return run
+
+
+def host_kernel(*ops: str):
+    """Register the decorated function as the CPU kernel of `ops` and, through on_host, as their
+    GPU kernel: ops on strings, protos and tables that TensorFlow runs from host memory."""
+    from .registry import CPU
+
+    def register(fn):
+        kernel(*ops, devices=(CPU,))(fn)
+        kernel(*ops, devices=(GPU,))(on_host(fn))
+        return fn
+    return register
