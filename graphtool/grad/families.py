@@ -8,6 +8,7 @@ from importlib import import_module
 FAMILY_MODULES: tuple[str, ...] = (
     "math",
     "math_reduce",
+    "segment",
     "math_linalg",
     "array",
     "array_index",

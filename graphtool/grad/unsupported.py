@@ -34,6 +34,10 @@ NO_GRADIENT: dict[str, str] = {
     "UniqueWithCounts": "TensorFlow defines no gradient for the Unique family",
     "UniqueWithCountsV2": "TensorFlow defines no gradient for the Unique family",
     "ListDiff": "TensorFlow defines no gradient for ListDiff (set difference)",
+    **{f"SparseSegment{kind}Grad": "a gradient kernel: TensorFlow defines no gradient for it"
+       for kind in ("Sum", "Mean", "SqrtN")},
+    "Bincount": "TensorFlow defines no gradient for Bincount (counting)",
+    "DenseBincount": "TensorFlow defines no gradient for DenseBincount (counting)",
     "PreventGradient": "exists to make differentiating through it an error",
     "_Arg": "function-call plumbing: graphs with functions are not differentiated",
     "_Recv": "inserted by `dftool partition`, after differentiation",

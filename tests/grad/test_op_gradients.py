@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from graphtool.grad import registry
-from tests.grad import cases_array, cases_math, cases_nn
+from tests.grad import cases_array, cases_math, cases_nn, cases_segment
 from tests.grad.fd_harness import check_case, checked_by_driver
 
 CASES = {}
-for _table in (cases_math.CASES, cases_array.CASES, cases_nn.CASES):
+for _table in (cases_math.CASES, cases_array.CASES, cases_nn.CASES, cases_segment.CASES):
     overlap = CASES.keys() & _table.keys()
     assert not overlap, f"ops with cases in two tables: {sorted(overlap)}"
     CASES.update(_table)

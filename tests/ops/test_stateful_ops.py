@@ -264,7 +264,10 @@ def test_families_register_the_expected_ops():
         AssignAddVariableOp AssignSubVariableOp VarIsInitializedOp ResourceGather IsVariableInitialized RandomUniform
         RandomUniformInt RandomStandardNormal TruncatedNormal Multinomial StatelessRandomUniform
         StatelessRandomNormal _Send _Recv _HostSend _HostRecv CollectiveReduce CollectiveBcastSend
-        CollectiveBcastRecv""".split()
+        CollectiveBcastRecv ResourceScatterAdd ResourceScatterSub ResourceScatterMul ResourceScatterDiv
+        ResourceScatterMin ResourceScatterMax ResourceScatterUpdate ResourceScatterNdUpdate
+        ResourceScatterNdAdd ResourceScatterNdSub ResourceScatterNdMin ResourceScatterNdMax
+        DestroyResourceOp""".split()
     assert sorted(expected) == FAMILY_OPS
 
 

@@ -1,7 +1,7 @@
-"""The GPU's UnsortedSegmentProd: a scatter-multiply without `ufunc.at`.
+"""The GPU's UnsortedSegmentProd and SegmentProd: a scatter-multiply without `ufunc.at`.
 
 cupy's `ufunc.at` covers add, subtract, maximum and minimum but not multiply, so the shared
-segment kernel (array_scatter.py) combines rows with this instead: sort the updates by target row,
+segment kernels (segment.py) combines rows with this instead: sort the updates by target row,
 multiply each run of equal rows together with a segmented scan (log2(n) whole-array steps, no
 Python loop over rows), and multiply every run's product into its row once. Products are formed
 in a different order than the CPU's sequential one, so floats may differ in the last bits.
@@ -9,7 +9,7 @@ in a different order than the CPU's sequential one, so floats may differ in the 
 from __future__ import annotations
 
 from .array_common import stable_argsort
-from .array_scatter import _unsorted_segment
+from .segment import sorted_segment, unsorted_segment
 from .registry import GPU, kernel
 
 
@@ -43,4 +43,5 @@ def segmented_products(xp, keys, values):
     return values
 
 
-kernel("UnsortedSegmentProd", devices=(GPU,))(_unsorted_segment("mul", lambda dtype: 1, scatter_multiply))
+kernel("UnsortedSegmentProd", devices=(GPU,))(unsorted_segment("mul", lambda dtype: 1, scatter_multiply))
+kernel("SegmentProd", devices=(GPU,))(sorted_segment("mul", scatter_multiply))

@@ -362,3 +362,4 @@ def _sample_rows(cdf: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
     positions = np.searchsorted((cdf + shift).ravel(), (uniforms + shift).ravel(), side="right")
     positions = positions.reshape(uniforms.shape) - (shift * classes).astype(np.int64)
     return np.clip(positions, 0, classes - 1)
+from . import state_scatter  # noqa: E402,F401  (the rest of the family)

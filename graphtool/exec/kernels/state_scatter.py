@@ -1,0 +1,92 @@
+"""Kernels that update resource variables at indices: ResourceScatter{Add, Sub, Mul, Div, Min,
+Max, Update}, ResourceScatterNd{Update, Add, Sub, Min, Max}, and DestroyResourceOp.
+
+As every variable update (state.py), these never write into the stored array: they scatter into a
+copy and store it under the variable's lock, so a value read earlier in the step keeps what it was.
+Duplicate indices accumulate (the last update wins for *Update, as on TensorFlow's CPU).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .array_common import first_true, position_str, scatter_rows, shape_str
+from .array_scatter import scatter_nd_into
+from .registry import kernel
+# state.py's helpers for resource variables, shared within the family.
+from .state import VarHandle
+from .state import _missing_variable as missing_variable
+from .state import _read_only as read_only
+from .state import _resource_variable as resource_variable
+
+_MODES = {"ResourceScatterAdd": "add", "ResourceScatterSub": "sub", "ResourceScatterMul": "mul",
+          "ResourceScatterDiv": "div", "ResourceScatterMin": "min", "ResourceScatterMax": "max",
+          "ResourceScatterUpdate": "update"}
+
+
+def _update(ctx, resource, change):
+    """Replace the variable's value by change(copy of the value), under its lock."""
+    handle, variable = resource_variable(ctx, resource)
+    with variable.lock:
+        if variable.value is None:
+            missing_variable(ctx, handle)
+        variable.value = read_only(change(variable.value.copy()))
+    return ()
+
+
+def _divide_rows(xp, target, rows, updates) -> None:
+    """target[rows[i]] /= updates[i] in order; integers truncate toward zero as in C++."""
+    if target.dtype.kind not in "iu":
+        xp.divide.at(target, rows, updates)
+        return
+    for i, row in enumerate(rows.tolist()):
+        quotient = xp.abs(target[row]) // xp.abs(updates[i])
+        target[row] = xp.sign(target[row]) * xp.sign(updates[i]) * quotient
+
+
+@kernel("ResourceScatterAdd", "ResourceScatterSub", "ResourceScatterMul", "ResourceScatterDiv",
+        "ResourceScatterMin", "ResourceScatterMax", "ResourceScatterUpdate")
+def resource_scatter(ctx, resource, indices, updates, *, dtype, Tindices):
+    xp, mode = ctx.xp, _MODES[ctx.op]
+
+    def scatter(value):
+        if value.ndim < 1:
+            ctx.fail(f"params must be at least 1-D, got shape {shape_str(value.shape)}")
+        if updates.dtype != value.dtype:
+            ctx.fail(f"updates of dtype {updates.dtype} do not match the variable's {value.dtype}")
+        element = value.shape[1:]
+        if updates.ndim and updates.shape != indices.shape + element:
+            ctx.fail(f"Must have updates.shape = indices.shape + params.shape[1:] or updates.shape = [], "
+                     f"got updates.shape {shape_str(updates.shape)}, indices.shape "
+                     f"{shape_str(indices.shape)}, params.shape {shape_str(value.shape)}")
+        flat = indices.reshape(-1)
+        bad = first_true(xp, (flat < 0) | (flat >= value.shape[0]))
+        if bad is not None:
+            ctx.fail(f"indices{position_str(indices.shape, bad)} = {int(flat[bad])} is not in "
+                     f"[0, {value.shape[0]})")
+        rows = xp.broadcast_to(updates, indices.shape + element).reshape((flat.size,) + element)
+        if mode == "div":
+            _divide_rows(xp, value, flat.astype(np.int64), rows)
+        else:
+            scatter_rows(xp, value, flat.astype(np.int64)[:, None], rows, mode)
+        return value
+
+    return _update(ctx, resource, scatter)
+
+
+@kernel("ResourceScatterNdUpdate", "ResourceScatterNdAdd", "ResourceScatterNdSub",
+        "ResourceScatterNdMin", "ResourceScatterNdMax")
+def resource_scatter_nd(ctx, ref, indices, updates, *, T, Tindices, use_locking, bad_indices_policy):
+    mode = ctx.op[len("ResourceScatterNd"):].lower()
+    return _update(ctx, ref, lambda value: scatter_nd_into(ctx, value, indices, updates, mode,
+                                                            bad_indices_policy))
+
+
+@kernel("DestroyResourceOp")
+def destroy_resource_op(ctx, resource, *, ignore_lookup_error):
+    handle = resource[()]
+    if not isinstance(handle, VarHandle):
+        ctx.fail(f"DestroyResourceOp can delete variables only, not {type(handle).__name__}")
+    deleted = ctx.resources.session.delete(("ResourceVariable", handle.container, handle.name))
+    if deleted is None and not ignore_lookup_error:
+        ctx.fail(f"Resource {handle.container}/{handle.name} does not exist.")
+    return ()
