@@ -124,6 +124,46 @@ def test_variables_on_strict_gpu_double_match_cpu():
     assert float(gpu[2][0, 0]) == 2.0 and float(gpu[1][0, 0]) == 2.5
 
 
+def scatter_variables_graph():
+    """A resource variable updated at rows and at index tuples, read, then destroyed."""
+    b = GraphBuilder()
+    float32 = dtypes.as_dtype("float32")
+    handle = b.op("VarHandleOp", [], name="table", dtype=float32, shape=[4, 2], shared_name="table")
+    step = b.op("AssignVariableOp", [handle, np.arange(8, dtype=np.float32).reshape(4, 2)], name="init")
+    rows = np.array([[3, 1], [3, 0]], np.int32)
+    for op, updates in (("ResourceScatterAdd", np.ones((2, 2, 2), np.float32)),
+                        ("ResourceScatterSub", np.float32(0.5)),
+                        ("ResourceScatterMax", np.full((2, 2, 2), 4, np.float32)),
+                        ("ResourceScatterMin", np.full((2, 2, 2), 9, np.float32)),
+                        ("ResourceScatterUpdate", np.full((1, 2), -1, np.float32))):
+        with b.control_dependencies([step]):
+            step = b.op(op, [handle, rows if updates.ndim != 2 else np.array([2], np.int64), updates], name=op)
+    for op in ("ResourceScatterNdAdd", "ResourceScatterNdSub", "ResourceScatterNdMax", "ResourceScatterNdMin",
+               "ResourceScatterNdUpdate"):
+        with b.control_dependencies([step]):
+            step = b.op(op, [handle, np.array([[0, 1], [3, 0]], np.int32), np.array([2, 7], np.float32)], name=op)
+    with b.control_dependencies([step]):
+        read = b.op("ReadVariableOp", [handle], name="scattered", dtype=float32)
+    with b.control_dependencies([read.node]):
+        b.op("DestroyResourceOp", [handle], name="destroy")
+    return b.graph
+
+
+def test_resource_scatter_on_strict_gpu_double_matches_cpu():
+    graph = scatter_variables_graph()
+    cpu = Session(graph, device="cpu", threads=1).run(["scattered:0"], targets=["destroy"]).values[0]
+    gpu = Session(graph, device=strict_gpu(), threads=1).run(["scattered:0"], targets=["destroy"]).values[0]
+    assert_same_values("scattered:0", gpu, cpu)
+    # rows 3 (twice), 1 and 0 got +1 each time, -0.5 each time, then max 4, min 9; row 2 became
+    # -1; then the Nd updates at (0, 1) and (3, 0).
+    expected = np.arange(8, dtype=np.float32).reshape(4, 2)
+    np.add.at(expected, [3, 1, 3, 0], 0.5)
+    expected[[0, 1, 3]] = np.minimum(np.maximum(expected[[0, 1, 3]], 4), 9)
+    expected[2] = -1
+    expected[0, 1], expected[3, 0] = 2, 7
+    np.testing.assert_array_equal(cpu, expected)
+
+
 def stack_and_gradient_array_graph():
     """A stack pushed twice, popped once and closed; a TensorArray's gradient array with a shape."""
     b = GraphBuilder()
@@ -153,7 +193,8 @@ def test_stack_close_and_tensor_array_gradient_on_strict_gpu_double():
     assert {"close", "ta_grad"} <= set(device.trace.launches())
 
 
-STATEFUL_OPS = {node.op for graph in (variables_graph(), stack_and_gradient_array_graph()) for node in graph.nodes}
+STATEFUL_OPS = {node.op for graph in (variables_graph(), stack_and_gradient_array_graph(), scatter_variables_graph())
+                for node in graph.nodes}
 
 
 def test_every_gpu_registered_kernel_is_exercised_on_the_double():

@@ -11,7 +11,7 @@ import numpy as np
 
 from .array_common import first_true, position_str, scatter_rows, shape_str
 from .array_scatter import scatter_nd_into
-from .registry import kernel
+from .registry import CPU, kernel
 # state.py's helpers for resource variables, shared within the family.
 from .state import VarHandle
 from .state import _missing_variable as missing_variable
@@ -43,8 +43,6 @@ def _divide_rows(xp, target, rows, updates) -> None:
         target[row] = xp.sign(target[row]) * xp.sign(updates[i]) * quotient
 
 
-@kernel("ResourceScatterAdd", "ResourceScatterSub", "ResourceScatterMul", "ResourceScatterDiv",
-        "ResourceScatterMin", "ResourceScatterMax", "ResourceScatterUpdate")
 def resource_scatter(ctx, resource, indices, updates, *, dtype, Tindices):
     xp, mode = ctx.xp, _MODES[ctx.op]
 
@@ -71,6 +69,12 @@ def resource_scatter(ctx, resource, indices, updates, *, dtype, Tindices):
         return value
 
     return _update(ctx, resource, scatter)
+
+
+kernel("ResourceScatterAdd", "ResourceScatterSub", "ResourceScatterMin", "ResourceScatterMax",
+       "ResourceScatterUpdate")(resource_scatter)
+# CPU only: cupy's ufunc.at has no multiply or divide.
+kernel("ResourceScatterMul", "ResourceScatterDiv", devices=(CPU,))(resource_scatter)
 
 
 @kernel("ResourceScatterNdUpdate", "ResourceScatterNdAdd", "ResourceScatterNdSub",
