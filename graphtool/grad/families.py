@@ -9,6 +9,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "math",
     "math_reduce",
     "segment",
+    "sparse",
     "math_linalg",
     "array",
     "array_index",

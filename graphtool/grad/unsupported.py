@@ -36,6 +36,7 @@ NO_GRADIENT: dict[str, str] = {
     "ListDiff": "TensorFlow defines no gradient for ListDiff (set difference)",
     **{f"SparseSegment{kind}Grad": "a gradient kernel: TensorFlow defines no gradient for it"
        for kind in ("Sum", "Mean", "SqrtN")},
+    "SparseFillEmptyRowsGrad": "a gradient kernel: TensorFlow defines no gradient for it",
     "Bincount": "TensorFlow defines no gradient for Bincount (counting)",
     "DenseBincount": "TensorFlow defines no gradient for DenseBincount (counting)",
     "PreventGradient": "exists to make differentiating through it an error",

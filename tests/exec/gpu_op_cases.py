@@ -88,6 +88,11 @@ CASES = [
     ("DenseBincount-binary", "DenseBincount", [VECTOR, I32(4), np.zeros(0, np.int64)],
      dict(binary_output=True)),
     ("DynamicPartition", "DynamicPartition", [SEGMENT_DATA, i32(1, 0, 1, 2)], dict(num_partitions=3)),
+    ("SparseFillEmptyRows", "SparseFillEmptyRows", [np.array([[3, 0], [1, 2], [1, 0]], np.int64), F[0],
+                                                     np.array([5, 3], np.int64), np.float32(-1)], {}),
+    ("SparseFillEmptyRowsGrad", "SparseFillEmptyRowsGrad", [np.array([3, 1, 0], np.int64), F.reshape(-1)], {}),
+    ("SparseReshape", "SparseReshape", [np.array([[3, 0], [1, 2], [1, 0]], np.int64), np.array([5, 3], np.int64),
+                                         np.array([3, -1], np.int64)], {}),
     *[(op, op, [[i32(0, 2), i32(1, 3)], [F[:, :2].T.copy(), POSITIVE[:, :2].T.copy()]], {})
       for op in ("DynamicStitch", "ParallelDynamicStitch")],
     ("ListDiff", "ListDiff", [VECTOR, i32(1, 5)], {}),

@@ -1,4 +1,4 @@
-"""Finite-difference cases for graphtool/grad/segment.py: op -> list of Case."""
+"""Finite-difference cases for graphtool/grad/segment.py and sparse.py: op -> list of Case."""
 from __future__ import annotations
 
 import numpy as np
@@ -43,4 +43,6 @@ CASES: dict[str, list[Case]] = {
     "DynamicPartition": [Case([Rand((5, 2)), i32([2, 0, 2, 1, 0])], attrs={"num_partitions": 3}),
                          Case([Rand((2, 2, 3)), i32([[1, 0], [1, 1]])], attrs={"num_partitions": 3},
                               outputs=(1,), label="one output used, one partition empty")],
+    "SparseFillEmptyRows": [Case([np.array([[3, 0], [1, 2], [1, 0]], np.int64), Rand((3,)),
+                                  np.array([5, 3], np.int64), Rand(())], outputs=(1,))],
 }
