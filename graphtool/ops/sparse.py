@@ -7,7 +7,7 @@ from functools import partial
 
 from ..shapes import Shape
 from . import registry
-from .array_common import merge_dims
+from .array_common import merge_dims, shape_tensor
 from .inference import InferenceContext
 
 register = partial(registry.register, family="sparse")
@@ -20,7 +20,14 @@ def _fill_empty_rows_shape(ctx: InferenceContext) -> list[Shape]:
     if None not in (indices[0], values[0]) and indices[0] != values[0]:
         ctx.fail(f"indices {indices} and values {values} must have the same number of entries")
     count = merge_dims(indices[0], values[0])
-    return [Shape([None, indices[1]]), Shape([None]), Shape([None]), Shape([count])]
+    rank = ctx.shape(2)[0]
+    if None not in (rank, indices[1]) and rank != indices[1]:
+        ctx.fail(f"indices {indices} must have one column per entry of dense_shape {ctx.shape(2)}")
+    if rank == 0:
+        ctx.fail("dense_shape must not be empty")
+    rows = shape_tensor(ctx, 2)
+    return [Shape([None, merge_dims(rank, indices[1])]), Shape([None]),
+            Shape([rows[0] if rows.known_rank else None]), Shape([count])]
 
 
 def _fill_empty_rows_grad_shape(ctx: InferenceContext) -> list[Shape]:

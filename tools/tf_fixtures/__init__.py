@@ -9,12 +9,12 @@ Infrastructure:
 
 Cases, one module per family (importing a module registers its cases):
     models, control_flow (with tensor_array), gradients, multi_device,
-    ops_math, ops_array, ops_nn, ops_dtype, ops_tensor_list,
+    ops_math, ops_array, ops_nn, ops_dtype, ops_tensor_list, ops_segment,
     grad_reference (forward-only graphs + tf.gradients values, for `dftool grad`)
 """
 # Importing a case module registers its cases; --list and a full run follow this order.
 from . import models, control_flow, gradients, multi_device  # noqa: F401, I001
-from . import ops_math, ops_array, ops_nn, ops_dtype, ops_tensor_list  # noqa: F401, I001
+from . import ops_math, ops_array, ops_nn, ops_dtype, ops_tensor_list, ops_segment  # noqa: F401, I001
 from . import grad_reference  # noqa: F401, I001
 from .recording import generate, write_manifest
 from .registry import REGISTRY
