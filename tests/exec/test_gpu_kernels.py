@@ -135,6 +135,8 @@ def scatter_variables_graph():
                         ("ResourceScatterSub", np.float32(0.5)),
                         ("ResourceScatterMax", np.full((2, 2, 2), 4, np.float32)),
                         ("ResourceScatterMin", np.full((2, 2, 2), 9, np.float32)),
+                        ("ResourceScatterMul", np.float32(2)),
+                        ("ResourceScatterDiv", np.float32(4)),
                         ("ResourceScatterUpdate", np.full((1, 2), -1, np.float32))):
         with b.control_dependencies([step]):
             step = b.op(op, [handle, rows if updates.ndim != 2 else np.array([2], np.int64), updates], name=op)
@@ -154,11 +156,13 @@ def test_resource_scatter_on_strict_gpu_double_matches_cpu():
     cpu = Session(graph, device="cpu", threads=1).run(["scattered:0"], targets=["destroy"]).values[0]
     gpu = Session(graph, device=strict_gpu(), threads=1).run(["scattered:0"], targets=["destroy"]).values[0]
     assert_same_values("scattered:0", gpu, cpu)
-    # rows 3 (twice), 1 and 0 got +1 each time, -0.5 each time, then max 4, min 9; row 2 became
+    # rows 3 (twice), 1 and 0 got +1 each time, -0.5 each time, then max 4, min 9, *2 and /4 each
+    # time; row 2 became
     # -1; then the Nd updates at (0, 1) and (3, 0).
     expected = np.arange(8, dtype=np.float32).reshape(4, 2)
     np.add.at(expected, [3, 1, 3, 0], 0.5)
     expected[[0, 1, 3]] = np.minimum(np.maximum(expected[[0, 1, 3]], 4), 9)
+    expected[[0, 1, 3]] /= np.array([[2], [2], [4]], np.float32)   # x2 then /4 per occurrence
     expected[2] = -1
     expected[0, 1], expected[3, 0] = 2, 7
     np.testing.assert_array_equal(cpu, expected)

@@ -15,7 +15,7 @@ Cases, one module per family (importing a module registers its cases):
 # Importing a case module registers its cases; --list and a full run follow this order.
 from . import models, control_flow, gradients, multi_device  # noqa: F401, I001
 from . import ops_math, ops_array, ops_nn, ops_dtype, ops_tensor_list, ops_segment  # noqa: F401, I001
-from . import grad_reference  # noqa: F401, I001
+from . import grad_reference, stateful  # noqa: F401, I001
 from .recording import generate, write_manifest
 from .registry import REGISTRY
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .array_common import (bad_index_rows, describe_index_row, first_true, index_rows, output_shape,
                            position_str, scatter_rows, shape_str)
-from .registry import kernel
+from .registry import CPU, kernel
 
 # --- ScatterNd, TensorScatter* --------------------------------------------------------------------
 
@@ -100,7 +100,7 @@ def dynamic_stitch(ctx, *inputs):
     return merged
 
 
-@kernel("DynamicPartition")
+@kernel("DynamicPartition", devices=(CPU,))
 def dynamic_partition(ctx, data, partitions, *, num_partitions):
     """outputs[i]: the rows of data whose partition is i, in their order."""
     xp = ctx.xp

@@ -8,8 +8,11 @@ host values along (Identity) or read them as metadata (Assert's messages, handle
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from .array_scatter import dynamic_partition
 from .core import const
 from .math_cast import cast
 from .registry import GPU, KernelContext, kernel
@@ -28,6 +31,23 @@ def host_context(ctx) -> KernelContext:
     return KernelContext(np, ctx.node_name, ctx.op, ctx.output_dtypes, ctx.device, ctx.resources)
 
 
+def host_dtypes_on_host(fn):
+    """A GPU kernel from a shared kernel `fn` that computes on the host when an input has a dtype
+    the device cannot hold (bfloat16 data): the other inputs are copied back, and outputs the
+    device can hold are uploaded. Keeps fn's signature (attrs are bound from it)."""
+    @functools.wraps(fn)
+    def gpu_kernel(ctx, *inputs, **attrs):
+        if all(device_holds(x.dtype) for x in inputs if hasattr(x, "dtype")):
+            return fn(ctx, *inputs, **attrs)
+        host = [x.get() if hasattr(x, "get") else x for x in inputs]
+        outputs = fn(host_context(ctx), *host, **attrs)
+        many = isinstance(outputs, tuple)
+        uploaded = tuple(ctx.xp.asarray(out) if device_holds(out.dtype) else out
+                         for out in (outputs if many else (outputs,)))
+        return uploaded if many else uploaded[0]
+    return gpu_kernel
+
+
 @kernel("Const", "HostConst", devices=(GPU,))
 def gpu_const(ctx, *, value):
     if not device_holds(value.dtype):
@@ -42,3 +62,12 @@ def gpu_cast(ctx, x, *, SrcT, DstT, Truncate):
     host_input = x if isinstance(x, np.ndarray) else ctx.xp.asnumpy(x)
     result = cast(host_context(ctx), host_input, SrcT=SrcT, DstT=DstT, Truncate=Truncate)
     return ctx.xp.asarray(result) if device_holds(result.dtype) else result
+
+
+@kernel("DynamicPartition", devices=(GPU,))
+def gpu_dynamic_partition(ctx, data, partitions, *, num_partitions):
+    """String (or bfloat16) rows stay on the host: partition them there."""
+    if device_holds(data.dtype):
+        return dynamic_partition(ctx, data, partitions, num_partitions=num_partitions)
+    host_partitions = partitions.get() if hasattr(partitions, "get") else partitions
+    return dynamic_partition(host_context(ctx), data, host_partitions, num_partitions=num_partitions)

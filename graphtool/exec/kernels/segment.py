@@ -57,12 +57,12 @@ def unsorted_segment(mode: str, identity, scatter=scatter_rows):
     return reduce_segments
 
 
-kernel("UnsortedSegmentSum")(unsorted_segment("add", lambda dtype: 0))
-# CPU only: cupy's ufunc.at covers add, subtract, maximum and minimum, not multiply; the GPU
-# kernel (gpu_segment.py) multiplies by sorting instead.
+kernel("UnsortedSegmentSum", devices=(CPU,))(unsorted_segment("add", lambda dtype: 0))
+# The GPU kernels are in gpu_segment.py: cupy's ufunc.at has no multiply, and bfloat16 data
+# stays on the host.
 kernel("UnsortedSegmentProd", devices=(CPU,))(unsorted_segment("mul", lambda dtype: 1))
-kernel("UnsortedSegmentMax")(unsorted_segment("max", lowest))
-kernel("UnsortedSegmentMin")(unsorted_segment("min", highest))
+kernel("UnsortedSegmentMax", devices=(CPU,))(unsorted_segment("max", lowest))
+kernel("UnsortedSegmentMin", devices=(CPU,))(unsorted_segment("min", highest))
 
 
 # --- sorted segment reductions -------------------------------------------------------------------
@@ -130,11 +130,12 @@ def sorted_segment(mode: str, scatter=scatter_rows):
     return reduce_sorted
 
 
-kernel("SegmentSum")(sorted_segment("add"))
-kernel("SegmentMean")(sorted_segment("mean"))
-kernel("SegmentMax")(sorted_segment("max"))
-kernel("SegmentMin")(sorted_segment("min"))
-kernel("SegmentProd", devices=(CPU,))(sorted_segment("mul"))   # GPU: gpu_segment.py
+# GPU kernels: gpu_segment.py.
+kernel("SegmentSum", devices=(CPU,))(sorted_segment("add"))
+kernel("SegmentMean", devices=(CPU,))(sorted_segment("mean"))
+kernel("SegmentMax", devices=(CPU,))(sorted_segment("max"))
+kernel("SegmentMin", devices=(CPU,))(sorted_segment("min"))
+kernel("SegmentProd", devices=(CPU,))(sorted_segment("mul"))
 
 
 # --- sparse segment reductions -------------------------------------------------------------------
@@ -160,7 +161,7 @@ def _scale(xp, counts, mode: str, dtype):
     return 1 / safe if mode == "mean" else 1 / xp.sqrt(safe)
 
 
-def _sparse_segment(mode: str):
+def sparse_segment(mode: str):
     def reduce_sparse(ctx, data, indices, segment_ids, num_segments=None, *, sparse_gradient):
         xp = ctx.xp
         _check_vectors(ctx, indices, segment_ids)
@@ -183,7 +184,7 @@ def _sparse_segment(mode: str):
     return reduce_sparse
 
 
-def _sparse_segment_grad(mode: str):
+def sparse_segment_grad(mode: str):
     """output[indices[j]] += grad[segment_ids[j]] * scale(segment_ids[j]), output_dim0 rows."""
     def sparse_segment_grad(ctx, grad, indices, segment_ids, output_dim0):
         xp = ctx.xp
@@ -206,8 +207,8 @@ def _sparse_segment_grad(mode: str):
 
 
 for _mode, _name in (("sum", "Sum"), ("mean", "Mean"), ("sqrtn", "SqrtN")):
-    kernel(f"SparseSegment{_name}", f"SparseSegment{_name}WithNumSegments")(_sparse_segment(_mode))
-    kernel(f"SparseSegment{_name}Grad")(_sparse_segment_grad(_mode))
+    kernel(f"SparseSegment{_name}", f"SparseSegment{_name}WithNumSegments", devices=(CPU,))(sparse_segment(_mode))
+    kernel(f"SparseSegment{_name}Grad", devices=(CPU,))(sparse_segment_grad(_mode))
 
 
 # --- Bincount, DenseBincount ---------------------------------------------------------------------

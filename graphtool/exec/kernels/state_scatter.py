@@ -11,7 +11,8 @@ import numpy as np
 
 from .array_common import first_true, position_str, scatter_rows, shape_str
 from .array_scatter import scatter_nd_into
-from .registry import CPU, kernel
+from .gpu_segment import scatter_multiply
+from .registry import CPU, GPU, kernel
 # state.py's helpers for resource variables, shared within the family.
 from .state import VarHandle
 from .state import _missing_variable as missing_variable
@@ -43,7 +44,26 @@ def _divide_rows(xp, target, rows, updates) -> None:
         target[row] = xp.sign(target[row]) * xp.sign(updates[i]) * quotient
 
 
-def resource_scatter(ctx, resource, indices, updates, *, dtype, Tindices):
+def _divide_rows_gpu(xp, target, rows, updates) -> None:
+    """The GPU's division (cupy's ufunc.at has no divide): each row is divided once by the
+    product of its updates, which nested divisions equal (up to float rounding; exactly for
+    integers, whose truncating divisions nest)."""
+    divisors = xp.ones(target.shape, dtype=target.dtype)
+    scatter_multiply(xp, divisors, rows[:, None], updates)
+    if target.dtype.kind in "iu":
+        target[...] = xp.sign(target) * xp.sign(divisors) * (xp.abs(target) // xp.abs(divisors))
+    else:
+        target /= divisors
+
+
+def _resource_scatter(multiply, divide):
+    """The kernel, with the row multiplication and division of its device."""
+    def resource_scatter(ctx, resource, indices, updates, *, dtype, Tindices):
+        return _scatter_rows(ctx, resource, indices, updates, multiply, divide)
+    return resource_scatter
+
+
+def _scatter_rows(ctx, resource, indices, updates, multiply, divide):
     xp, mode = ctx.xp, _MODES[ctx.op]
 
     def scatter(value):
@@ -63,7 +83,9 @@ def resource_scatter(ctx, resource, indices, updates, *, dtype, Tindices):
                      f"[0, {value.shape[0]})")
         rows = xp.broadcast_to(updates, indices.shape + element).reshape((flat.size,) + element)
         if mode == "div":
-            _divide_rows(xp, value, flat.astype(np.int64), rows)
+            divide(xp, value, flat.astype(np.int64), rows)
+        elif mode == "mul":
+            multiply(xp, value, flat.astype(np.int64)[:, None], rows, "mul")
         else:
             scatter_rows(xp, value, flat.astype(np.int64)[:, None], rows, mode)
         return value
@@ -71,10 +93,10 @@ def resource_scatter(ctx, resource, indices, updates, *, dtype, Tindices):
     return _update(ctx, resource, scatter)
 
 
-kernel("ResourceScatterAdd", "ResourceScatterSub", "ResourceScatterMin", "ResourceScatterMax",
-       "ResourceScatterUpdate")(resource_scatter)
-# CPU only: cupy's ufunc.at has no multiply or divide.
-kernel("ResourceScatterMul", "ResourceScatterDiv", devices=(CPU,))(resource_scatter)
+_SCATTER_OPS = tuple(_MODES)
+kernel(*_SCATTER_OPS, devices=(CPU,))(_resource_scatter(scatter_rows, _divide_rows))
+# cupy's ufunc.at has no multiply or divide: the GPU multiplies by sorting (gpu_segment.py).
+kernel(*_SCATTER_OPS, devices=(GPU,))(_resource_scatter(scatter_multiply, _divide_rows_gpu))
 
 
 @kernel("ResourceScatterNdUpdate", "ResourceScatterNdAdd", "ResourceScatterNdSub",
