@@ -113,6 +113,6 @@ def destroy_resource_op(ctx, resource, *, ignore_lookup_error):
     if not isinstance(handle, VarHandle):
         ctx.fail(f"DestroyResourceOp can delete variables only, not {type(handle).__name__}")
     deleted = ctx.resources.session.delete(("ResourceVariable", handle.container, handle.name))
-    if deleted is None and not ignore_lookup_error:
+    if (deleted is None or deleted.value is None) and not ignore_lookup_error:
         ctx.fail(f"Resource {handle.container}/{handle.name} does not exist.")
     return ()
