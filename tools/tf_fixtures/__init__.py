@@ -10,7 +10,8 @@ Infrastructure:
 Cases, one module per family (importing a module registers its cases):
     models, control_flow (with tensor_array), gradients, multi_device,
     ops_math, ops_array, ops_nn, ops_dtype, ops_tensor_list, ops_segment,
-    grad_reference (forward-only graphs + tf.gradients values, for `dftool grad`)
+    grad_reference (forward-only graphs + tf.gradients values, for `dftool grad`),
+    stateful (unfrozen graphs recorded as session runs, under tests/fixtures/tf_stateful)
 """
 # Importing a case module registers its cases; --list and a full run follow this order.
 from . import models, control_flow, gradients, multi_device  # noqa: F401, I001
