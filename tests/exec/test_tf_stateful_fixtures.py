@@ -68,3 +68,23 @@ def test_session_runs_match_tensorflow_after_optimize(case):
 @pytest.mark.parametrize("case", CASES)
 def test_session_runs_match_tensorflow_on_strict_gpu_double(case):
     _replay(case, _graph(case), device=SimulatedGPUDevice(strict=True), threads=1)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_shape_inference_agrees_with_tensorflow(case):
+    from graphtool.attrs import decode
+    from graphtool.shape_inference import infer_shapes
+    from tests.test_tf_fixtures import _more_or_equally_specific
+
+    graph = _graph(case)
+    result = infer_shapes(graph)
+    assert not result.errors, list(result.errors.values())[:5]
+    disagreements = []
+    for node in graph.nodes:
+        if "_output_shapes" not in node.attrs:
+            continue
+        for index, theirs in enumerate(decode(node.attrs["_output_shapes"])):
+            ours = result.shape(node.output(index))
+            if not ours.is_compatible_with(theirs) or not _more_or_equally_specific(ours, theirs):
+                disagreements.append(f"{node.name}:{index} ({node.op}) ours {ours} tensorflow {theirs}")
+    assert not disagreements, "; ".join(disagreements[:10])
