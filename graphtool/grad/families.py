@@ -19,6 +19,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "tensor_array",
     "tensor_list",
     "state",
+    "state_scatter",
 )
 
 for _module in FAMILY_MODULES:

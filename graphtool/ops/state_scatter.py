@@ -1,7 +1,8 @@
-"""Updates of resource variables at indices (the "state" family): ResourceScatter{Add, Sub, Mul,
-Div, Min, Max, Update} (rows of a variable, as embedding training writes them),
-ResourceScatterNd{Update, Add, Sub, Min, Max}, and DestroyResourceOp. None has outputs; all are
-stateful.
+"""Updates of variables at indices (the "state" family): ResourceScatter{Add, Sub, Mul, Div, Min,
+Max, Update} (rows of a variable, as embedding training writes them),
+ResourceScatterNd{Update, Add, Sub, Min, Max} and DestroyResourceOp (no outputs, stateful), and
+their ref-variable forms Scatter{...} and ScatterNd{...}, which return the reference and, like
+Assign, are not marked stateful: the Ref(T) input carries the side effect.
 """
 from __future__ import annotations
 
@@ -47,3 +48,23 @@ for _name in ("ResourceScatterNdUpdate", "ResourceScatterNdAdd", "ResourceScatte
 
 register("DestroyResourceOp", inputs=["resource: resource"], attrs=["ignore_lookup_error: bool = true"],
          shape=no_outputs, stateful=True)
+
+
+def _ref_scatter_shape(ctx: InferenceContext) -> Shape:
+    return ctx.shape(0)
+
+
+_SMALL_REAL = "{half, bfloat16, float, double, int32, int64}"
+for _name, _types, _locking in (("ScatterAdd", _NUMBER_DTYPES, "false"), ("ScatterSub", _NUMBER_DTYPES, "false"),
+                                ("ScatterMul", _NUMBER_DTYPES, "false"), ("ScatterDiv", _NUMBER_DTYPES, "false"),
+                                ("ScatterMin", _SMALL_REAL, "false"), ("ScatterMax", _SMALL_REAL, "false"),
+                                ("ScatterUpdate", "type", "true")):
+    register(_name, inputs=["ref: Ref(T)", "indices: Tindices", "updates: T"], outputs=["output_ref: Ref(T)"],
+             attrs=[f"T: {_types}", "Tindices: {int32, int64}", f"use_locking: bool = {_locking}"],
+             shape=_ref_scatter_shape)
+for _name, _types, _locking in (("ScatterNdAdd", _NUMBER_DTYPES, "false"), ("ScatterNdSub", _NUMBER_DTYPES, "false"),
+                                ("ScatterNdMin", _NUMBER_DTYPES, "false"), ("ScatterNdMax", _NUMBER_DTYPES, "false"),
+                                ("ScatterNdUpdate", "type", "true")):
+    register(_name, inputs=["ref: Ref(T)", "indices: Tindices", "updates: T"], outputs=["output_ref: Ref(T)"],
+             attrs=[f"T: {_types}", "Tindices: {int32, int64}", f"use_locking: bool = {_locking}",
+                    "bad_indices_policy: string = ''"], shape=_ref_scatter_shape)

@@ -148,14 +148,28 @@ def scatter_variables_graph():
         read = b.op("ReadVariableOp", [handle], name="scattered", dtype=float32)
     with b.control_dependencies([read.node]):
         b.op("DestroyResourceOp", [handle], name="destroy")
+    # The ref-variable forms, each taking the reference the previous one returned.
+    ref = b.op("Assign", [b.op("VariableV2", [], name="ref_table", shape=[4, 2], dtype=float32),
+                          np.arange(8, dtype=np.float32).reshape(4, 2)], name="ref_init")
+    for op, updates in (("ScatterAdd", np.ones((2, 2, 2), np.float32)), ("ScatterSub", np.float32(0.5)),
+                        ("ScatterMax", np.full((2, 2, 2), 4, np.float32)),
+                        ("ScatterMin", np.full((2, 2, 2), 9, np.float32)), ("ScatterMul", np.float32(2)),
+                        ("ScatterDiv", np.float32(4)), ("ScatterUpdate", np.full((1, 2), -1, np.float32))):
+        ref = b.op(op, [ref, rows if updates.ndim != 2 else np.array([2], np.int64), updates], name=op)
+    for op in ("ScatterNdAdd", "ScatterNdSub", "ScatterNdMax", "ScatterNdMin", "ScatterNdUpdate"):
+        ref = b.op(op, [ref, np.array([[0, 1], [3, 0]], np.int32), np.array([2, 7], np.float32)], name=op)
+    b.identity(ref, name="ref_scattered")
     return b.graph
 
 
 def test_resource_scatter_on_strict_gpu_double_matches_cpu():
     graph = scatter_variables_graph()
-    cpu = Session(graph, device="cpu", threads=1).run(["scattered:0"], targets=["destroy"]).values[0]
-    gpu = Session(graph, device=strict_gpu(), threads=1).run(["scattered:0"], targets=["destroy"]).values[0]
+    fetches = ["scattered:0", "ref_scattered:0"]
+    cpu, cpu_ref = Session(graph, device="cpu", threads=1).run(fetches, targets=["destroy"]).values
+    gpu, gpu_ref = Session(graph, device=strict_gpu(), threads=1).run(fetches, targets=["destroy"]).values
     assert_same_values("scattered:0", gpu, cpu)
+    assert_same_values("ref_scattered:0", gpu_ref, cpu_ref)
+    np.testing.assert_array_equal(cpu_ref, cpu)   # the ref forms compute what the resource ones do
     # rows 3 (twice), 1 and 0 got +1 each time, -0.5 each time, then max 4, min 9, *2 and /4 each
     # time; row 2 became
     # -1; then the Nd updates at (0, 1) and (3, 0).

@@ -251,7 +251,9 @@ def test_send_recv_and_collectives():
 
 # Straight from TensorFlow's OpDefs (is_stateful) and kernels (AsyncOpKernel).
 NOT_STATEFUL = {"Assign", "AssignAdd", "AssignSub", "IsVariableInitialized",
-                "StatelessRandomUniform", "StatelessRandomNormal"}
+                "StatelessRandomUniform", "StatelessRandomNormal",
+                *(f"Scatter{kind}" for kind in ("Add", "Sub", "Mul", "Div", "Min", "Max", "Update")),
+                *(f"ScatterNd{kind}" for kind in ("Add", "Sub", "Min", "Max", "Update"))}
 ASYNC = {"_Recv", "_HostRecv", "CollectiveReduce", "CollectiveBcastSend", "CollectiveBcastRecv"}
 FAMILY_OPS = sorted(name for name, spec in registry.all_ops().items() if spec.family in STATEFUL_FAMILIES)
 
@@ -267,7 +269,8 @@ def test_families_register_the_expected_ops():
         CollectiveBcastRecv ResourceScatterAdd ResourceScatterSub ResourceScatterMul ResourceScatterDiv
         ResourceScatterMin ResourceScatterMax ResourceScatterUpdate ResourceScatterNdUpdate
         ResourceScatterNdAdd ResourceScatterNdSub ResourceScatterNdMin ResourceScatterNdMax
-        DestroyResourceOp""".split()
+        DestroyResourceOp ScatterAdd ScatterSub ScatterMul ScatterDiv ScatterMin ScatterMax ScatterUpdate
+        ScatterNdAdd ScatterNdSub ScatterNdMin ScatterNdMax ScatterNdUpdate""".split()
     assert sorted(expected) == FAMILY_OPS
 
 

@@ -113,3 +113,37 @@ def stateful_resource_embedding(b):
         b.session_run(f"after_step{i}", fetches=values + ["loss:0"])
     b.session_run("destroy", targets=["destroy_scratch"])
     b.session_run("destroyed", fetches=names)
+
+
+@case("stateful_ref_embedding", "stateful",
+      "A reference-variable (VariableV2) embedding table across the runs of one session: its "
+      "initializer target, GradientDescent on an embedding_lookup (the sparse update is a "
+      "ScatterSub), Scatter{Add, Mul, Div, Max, Min, Update} and ScatterNd{Add, Sub, Update} steps "
+      "chained through their returned references, IsVariableInitialized before and after.",
+      stateful=True)
+def stateful_ref_embedding(b):
+    table = tf.Variable(b.normal(6, 3), name="table")
+    ids = b.placeholder("ids", np.array([4, 0, 4, 2], np.int32))
+    rows = tf.nn.embedding_lookup(table, ids, name="rows")
+    loss = tf.reduce_sum(tf.square(rows - 1.0), name="loss")
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, name="train")
+    updates = b.placeholder("updates", b.uniform(0.5, 1.5, 2, 3))
+    scatter_ids = np.array([5, 1], np.int32)
+    ref = table
+    with tf.control_dependencies([train]):
+        for update, factor in ((tf.scatter_add, 1.0), (tf.scatter_mul, 0.5), (tf.scatter_div, 0.25),
+                               (tf.scatter_max, 0.5), (tf.scatter_min, 3.0), (tf.scatter_update, 0.5)):
+            ref = update(ref, scatter_ids, updates * factor)
+        for update, value in ((tf.scatter_nd_add, [2.0, -1.0]), (tf.scatter_nd_sub, [0.5, 0.5]),
+                              (tf.scatter_nd_update, [7.0, 8.0])):
+            ref = update(ref, np.array([[0, 1], [3, 2]], np.int64), np.float32(value))
+    tf.identity(ref, name="step")
+    initialized = tf.identity(tf.is_variable_initialized(table), name="table_initialized")
+    value = tf.identity(table, name="table_value")
+    tf.variables_initializer([table], name="init")
+    b.session_run("before_init", fetches=[initialized.name])
+    b.session_run("init", targets=["init"])
+    b.session_run("initialized", fetches=[initialized.name, value.name])
+    for i in (1, 2):
+        b.session_run(f"step{i}", fetches=["step:0"])
+        b.session_run(f"after_step{i}", fetches=[value.name, "loss:0"])

@@ -1,5 +1,6 @@
-"""Kernels that update resource variables at indices: ResourceScatter{Add, Sub, Mul, Div, Min,
-Max, Update}, ResourceScatterNd{Update, Add, Sub, Min, Max}, and DestroyResourceOp.
+"""Kernels that update variables at indices: ResourceScatter{Add, Sub, Mul, Div, Min, Max, Update},
+ResourceScatterNd{Update, Add, Sub, Min, Max}, their ref-variable forms Scatter* and ScatterNd*
+(which return the reference), and DestroyResourceOp.
 
 As every variable update (state.py), these never write into the stored array: they scatter into a
 copy and store it under the variable's lock, so a value read earlier in the step keeps what it was.
@@ -17,21 +18,30 @@ from .registry import CPU, GPU, kernel
 from .state import VarHandle
 from .state import _missing_variable as missing_variable
 from .state import _read_only as read_only
+from .state import _ref_to as ref_to
 from .state import _resource_variable as resource_variable
+from .state import _variable_of_ref as variable_of_ref
 
-_MODES = {"ResourceScatterAdd": "add", "ResourceScatterSub": "sub", "ResourceScatterMul": "mul",
-          "ResourceScatterDiv": "div", "ResourceScatterMin": "min", "ResourceScatterMax": "max",
-          "ResourceScatterUpdate": "update"}
+_MODES = {"ScatterAdd": "add", "ScatterSub": "sub", "ScatterMul": "mul", "ScatterDiv": "div",
+          "ScatterMin": "min", "ScatterMax": "max", "ScatterUpdate": "update"}
+_MODES.update({f"Resource{op}": mode for op, mode in _MODES.items()})
 
 
 def _update(ctx, resource, change):
-    """Replace the variable's value by change(copy of the value), under its lock."""
-    handle, variable = resource_variable(ctx, resource)
+    """Replace the variable's value by change(copy of the value), under its lock. `resource` is a
+    resource handle, or (ref ops) the value a Ref(T) edge carries: then the reference is returned."""
+    is_ref = not ctx.op.startswith("Resource")
+    if is_ref:
+        variable = variable_of_ref(ctx, resource)
+    else:
+        handle, variable = resource_variable(ctx, resource)
     with variable.lock:
         if variable.value is None:
+            if is_ref:
+                ctx.fail(f"Attempting to use uninitialized value {variable.name}")
             missing_variable(ctx, handle)
         variable.value = read_only(change(variable.value.copy()))
-    return ()
+    return ref_to(ctx, variable) if is_ref else ()
 
 
 def _divide_rows(xp, target, rows, updates) -> None:
@@ -61,6 +71,12 @@ def _resource_scatter(multiply, divide):
     def resource_scatter(ctx, resource, indices, updates, *, dtype, Tindices):
         return _scatter_rows(ctx, resource, indices, updates, multiply, divide)
     return resource_scatter
+
+
+def _ref_scatter(multiply, divide):
+    def ref_scatter(ctx, ref, indices, updates, *, T, Tindices, use_locking):
+        return _scatter_rows(ctx, ref, indices, updates, multiply, divide)
+    return ref_scatter
 
 
 def _scatter_rows(ctx, resource, indices, updates, multiply, divide):
@@ -93,16 +109,19 @@ def _scatter_rows(ctx, resource, indices, updates, multiply, divide):
     return _update(ctx, resource, scatter)
 
 
-_SCATTER_OPS = tuple(_MODES)
-kernel(*_SCATTER_OPS, devices=(CPU,))(_resource_scatter(scatter_rows, _divide_rows))
+_RESOURCE_OPS = tuple(op for op in _MODES if op.startswith("Resource"))
+_REF_OPS = tuple(op for op in _MODES if not op.startswith("Resource"))
+kernel(*_RESOURCE_OPS, devices=(CPU,))(_resource_scatter(scatter_rows, _divide_rows))
+kernel(*_REF_OPS, devices=(CPU,))(_ref_scatter(scatter_rows, _divide_rows))
 # cupy's ufunc.at has no multiply or divide: the GPU multiplies by sorting (gpu_segment.py).
-kernel(*_SCATTER_OPS, devices=(GPU,))(_resource_scatter(scatter_multiply, _divide_rows_gpu))
+kernel(*_RESOURCE_OPS, devices=(GPU,))(_resource_scatter(scatter_multiply, _divide_rows_gpu))
+kernel(*_REF_OPS, devices=(GPU,))(_ref_scatter(scatter_multiply, _divide_rows_gpu))
 
 
-@kernel("ResourceScatterNdUpdate", "ResourceScatterNdAdd", "ResourceScatterNdSub",
-        "ResourceScatterNdMin", "ResourceScatterNdMax")
+@kernel("ResourceScatterNdUpdate", "ResourceScatterNdAdd", "ResourceScatterNdSub", "ResourceScatterNdMin",
+        "ResourceScatterNdMax", "ScatterNdUpdate", "ScatterNdAdd", "ScatterNdSub", "ScatterNdMin", "ScatterNdMax")
 def resource_scatter_nd(ctx, ref, indices, updates, *, T, Tindices, use_locking, bad_indices_policy):
-    mode = ctx.op[len("ResourceScatterNd"):].lower()
+    mode = ctx.op.rsplit("ScatterNd", 1)[1].lower()
     return _update(ctx, ref, lambda value: scatter_nd_into(ctx, value, indices, updates, mode,
                                                             bad_indices_policy))
 
