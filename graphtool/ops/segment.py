@@ -1,6 +1,6 @@
 """Segment reductions and counting: Segment{Sum, Mean, Max, Min, Prod} (sorted ids),
 UnsortedSegment{Sum, Prod, Max, Min}, SparseSegment{Sum, Mean, SqrtN} (with and without
-num_segments) and their *Grad ops, Bincount and DenseBincount.
+num_segments) and their *Grad and *GradV2 ops, Bincount and DenseBincount.
 
 TensorFlow has no UnsortedSegmentMean op: tf.math.unsorted_segment_mean is composed of
 UnsortedSegmentSum and a count, so graphs never hold one.
@@ -61,6 +61,15 @@ def _sparse_segment_grad_shape(ctx: InferenceContext) -> Shape:
     return Shape([scalar_dim(ctx, 3)]).concatenate(subshape(grad, 1))
 
 
+def _sparse_segment_grad_v2_shape(ctx: InferenceContext) -> list[Shape]:
+    """[?] + grad.shape[1:] rows, one per distinct index, and those indices."""
+    grad = ctx.with_rank_at_least(0, 1)
+    ctx.with_rank(1, 1)
+    ctx.with_rank(2, 1)
+    ctx.with_rank(3, 0)
+    return [Shape([None]).concatenate(subshape(grad, 1)), Shape([None])]
+
+
 def _bincount_shape(ctx: InferenceContext) -> Shape:
     return Shape([scalar_dim(ctx, 1)])
 
@@ -109,6 +118,11 @@ for _reduction, _types in (("Sum", _REAL_TYPES), ("Mean", _FLOAT_TYPES), ("SqrtN
              inputs=["grad: T", "indices: Tidx", "segment_ids: Tsegmentids", "output_dim0: int32"],
              outputs=["output: T"], attrs=[f"T: {_FLOAT_TYPES}", *_SPARSE_ATTRS],
              shape=_sparse_segment_grad_shape)
+    # sparse_gradient=True: the rows of the dense gradient at the distinct indices, sorted.
+    register(f"SparseSegment{_reduction}GradV2",
+             inputs=["grad: T", "indices: Tidx", "segment_ids: Tsegmentids", "dense_output_dim0: int32"],
+             outputs=["output: T", "sorted_unique_indices: Tidx"], attrs=[f"T: {_FLOAT_TYPES}", *_SPARSE_ATTRS],
+             shape=_sparse_segment_grad_v2_shape)
 
 register("Bincount", inputs=["arr: int32", "size: int32", "weights: T"], outputs=["bins: T"],
          attrs=["T: {int32, int64, float32, float64}"], shape=_bincount_shape)

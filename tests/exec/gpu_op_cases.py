@@ -81,7 +81,8 @@ CASES = [
       ("SparseSegmentSumWithNumSegments", "SparseSegmentMeanWithNumSegments",
        "SparseSegmentSqrtNWithNumSegments")],
     *[(op, op, [UPDATES, i32(3, 0, 3), i32(0, 0, 1), I32(5)], {}) for op in
-      ("SparseSegmentSumGrad", "SparseSegmentMeanGrad", "SparseSegmentSqrtNGrad")],
+      ("SparseSegmentSumGrad", "SparseSegmentMeanGrad", "SparseSegmentSqrtNGrad", "SparseSegmentSumGradV2",
+       "SparseSegmentMeanGradV2", "SparseSegmentSqrtNGradV2")],
     ("Bincount", "Bincount", [VECTOR, I32(4), np.arange(6, dtype=np.float32)], {}),
     ("Bincount-counts", "Bincount", [VECTOR, I32(6), np.zeros(0, np.int32)], {}),
     ("DenseBincount", "DenseBincount", [VECTOR.reshape(2, 3), I32(4), np.zeros(0, np.float32)], {}),

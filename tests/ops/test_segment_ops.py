@@ -13,7 +13,8 @@ from .test_array_ops import I32, I64, U, Net, inferred
 SEGMENT_OPS = """SegmentSum SegmentMean SegmentMax SegmentMin SegmentProd UnsortedSegmentSum UnsortedSegmentMax
 UnsortedSegmentMin UnsortedSegmentProd SparseSegmentSum SparseSegmentMean SparseSegmentSqrtN
 SparseSegmentSumWithNumSegments SparseSegmentMeanWithNumSegments SparseSegmentSqrtNWithNumSegments
-SparseSegmentSumGrad SparseSegmentMeanGrad SparseSegmentSqrtNGrad Bincount DenseBincount""".split()
+SparseSegmentSumGrad SparseSegmentMeanGrad SparseSegmentSqrtNGrad SparseSegmentSumGradV2 SparseSegmentMeanGradV2
+SparseSegmentSqrtNGradV2 Bincount DenseBincount""".split()
 SPARSE_OPS = ["SparseFillEmptyRows", "SparseFillEmptyRowsGrad", "SparseReshape"]
 
 

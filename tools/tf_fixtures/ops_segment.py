@@ -88,7 +88,7 @@ def op_segment_unsorted(b):
 @case("op_segment_sparse", "segment",
       "SparseSegment{Sum, Mean, SqrtN} and *WithNumSegments in every CPU dtype: repeated "
       "indices, empty segments (0), int64 indices/ids, trailing segments from num_segments; "
-      "SparseSegment{Sum, Mean, SqrtN}Grad.", rtol=2e-2, atol=1e-2,
+      "SparseSegment{Sum, Mean, SqrtN}Grad and GradV2.", rtol=2e-2, atol=1e-2,
       notes="float16/bfloat16 results round to their precision; the tolerances cover them.")
 def op_segment_sparse(b):
     indices = np.array([4, 0, 4, 2, 1], np.int32)
@@ -110,6 +110,8 @@ def op_segment_sparse(b):
               segment_ids=ids, output_dim0=6)
         b.raw(f"{op_type}Grad", f"{snake(op_type)}_grad_f64", grad=tf.cast(grad, tf.float64),
               indices=indices.astype(np.int64), segment_ids=ids, output_dim0=5)
+        b.raw(f"{op_type}GradV2", f"{snake(op_type)}_grad_v2", grad=grad, indices=indices,
+              segment_ids=ids.astype(np.int64), dense_output_dim0=6)
 
 
 @case("op_segment_bincount", "segment",

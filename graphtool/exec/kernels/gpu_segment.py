@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from .array_common import highest, lowest, stable_argsort
 from .gpu_host_memory import host_dtypes_on_host
-from .segment import sorted_segment, sparse_segment, sparse_segment_grad, unsorted_segment
+from .segment import (sorted_segment, sparse_segment, sparse_segment_grad, sparse_segment_grad_v2,
+                      unsorted_segment)
 from .registry import GPU, kernel
 
 
@@ -58,3 +59,4 @@ for _mode, _name in (("sum", "Sum"), ("mean", "Mean"), ("sqrtn", "SqrtN")):
     kernel(f"SparseSegment{_name}", f"SparseSegment{_name}WithNumSegments", devices=(GPU,))(
         host_dtypes_on_host(sparse_segment(_mode)))
     kernel(f"SparseSegment{_name}Grad", devices=(GPU,))(host_dtypes_on_host(sparse_segment_grad(_mode)))
+    kernel(f"SparseSegment{_name}GradV2", devices=(GPU,))(host_dtypes_on_host(sparse_segment_grad_v2(_mode)))

@@ -1,6 +1,6 @@
 """Kernels of the segment family: Segment{Sum, Mean, Max, Min, Prod} (sorted ids),
 UnsortedSegment{Sum, Prod, Max, Min}, SparseSegment{Sum, Mean, SqrtN}[WithNumSegments] and their
-*Grad ops, Bincount and DenseBincount.
+*Grad and *GradV2 ops, Bincount and DenseBincount.
 
 Empty segments follow TensorFlow, which differs between the two kinds: the unsorted ops give the
 reduction's identity (0 for sums, 1 for products, the type's lowest value for maxima and highest
@@ -206,9 +206,21 @@ def sparse_segment_grad(mode: str):
     return sparse_segment_grad
 
 
+def sparse_segment_grad_v2(mode: str):
+    """The dense gradient's rows at the sorted distinct indices, and those indices."""
+    dense_grad = sparse_segment_grad(mode)
+
+    def sparse_segment_grad_v2(ctx, grad, indices, segment_ids, dense_output_dim0):
+        dense = dense_grad(ctx, grad, indices, segment_ids, dense_output_dim0)
+        unique = ctx.xp.unique(indices)
+        return dense[unique.astype(np.int64)], unique.astype(indices.dtype)
+    return sparse_segment_grad_v2
+
+
 for _mode, _name in (("sum", "Sum"), ("mean", "Mean"), ("sqrtn", "SqrtN")):
     kernel(f"SparseSegment{_name}", f"SparseSegment{_name}WithNumSegments", devices=(CPU,))(sparse_segment(_mode))
     kernel(f"SparseSegment{_name}Grad", devices=(CPU,))(sparse_segment_grad(_mode))
+    kernel(f"SparseSegment{_name}GradV2", devices=(CPU,))(sparse_segment_grad_v2(_mode))
 
 
 # --- Bincount, DenseBincount ---------------------------------------------------------------------
