@@ -242,7 +242,7 @@ def _embedding_model(b, strategy):
         b.fetch(tensor, name)
     loss = tf.add_n([tf.reduce_sum(tf.sin(dense)), tf.reduce_sum(mean * mean),
                      tf.reduce_sum(tf.tanh(weighted)), tf.reduce_sum(safe * 3.0)], name="loss")
-    b.differentiate(loss, [shard.op.outputs[0] for shard in shards])
+    b.differentiate(loss, [shard.op.outputs[0] for shard in shards] + [sp_weights.values])
     b.variant("more_ids", ids=np.array([9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 5], np.int64),
               sp_ids_values=np.array([0, 1, 6, 7, 9, 9], np.int64))
 
@@ -252,7 +252,8 @@ def _embedding_model(b, strategy):
       "embedding_lookup (DynamicPartition + Gather + ParallelDynamicStitch), "
       "embedding_lookup_sparse with the mean and weighted sum combiners (Unique, "
       "SparseSegmentMean/Sum), safe_embedding_lookup_sparse with sqrtn (SparseFillEmptyRows, "
-      "SparseReshape, an empty batch row); tf.gradients w.r.t. every shard.", rtol=1e-4, atol=1e-5)
+      "SparseReshape, an empty batch row); tf.gradients w.r.t. every shard and the sparse weights.",
+      rtol=1e-4, atol=1e-5)
 def embedding_partitioned_mod(b):
     _embedding_model(b, "mod")
 
