@@ -36,7 +36,8 @@ The tests only read these files; they never import TensorFlow.
 
 The cases live in the package next to this script, one module per family
 (tools/tf_fixtures/models.py, control_flow.py, gradients.py, multi_device.py, ops_math.py,
-ops_array.py, ops_nn.py, ops_dtype.py, grad_reference.py); tools/tf_fixtures/recording.py runs
+ops_array.py, ops_nn.py, ops_dtype.py, ops_segment.py, grad_reference.py, stateful.py);
+tools/tf_fixtures/recording.py runs
 and writes them.
 
 Adding a case: in its family's module, write a function taking a `Builder` and decorate it with

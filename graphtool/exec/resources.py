@@ -45,6 +45,11 @@ class ResourceContainer:
         with self._lock:
             return self._resources.get(key)
 
+    def delete(self, key: Hashable):
+        """Remove and return the resource under `key` (None when there is none)."""
+        with self._lock:
+            return self._resources.pop(key, None)
+
     def lookup_or_create(self, key: Hashable, create: Callable[[], T]) -> T:
         """The resource under `key`, made by `create()` if there is none yet (atomically: two
         threads asking at once get the same object)."""

@@ -8,6 +8,8 @@ from importlib import import_module
 FAMILY_MODULES: tuple[str, ...] = (
     "math",
     "math_reduce",
+    "segment",
+    "sparse",
     "math_linalg",
     "math_matrix",
     "array",
@@ -23,6 +25,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "training",
     "image",
     "strings",
+    "state_scatter",
 )
 
 for _module in FAMILY_MODULES:

@@ -1,5 +1,5 @@
-"""Gradients of reductions (Sum, Mean, Prod, Max, Min, EuclideanNorm), scans (Cumsum, Cumprod)
-and segment reductions (TensorFlow's math_grad.py semantics).
+"""Gradients of reductions (Sum, Mean, Prod, Max, Min, EuclideanNorm) and scans (Cumsum, Cumprod)
+(TensorFlow's math_grad.py semantics; segment reductions are in segment.py).
 
 A reduction's output gradient is reshaped to the input's rank with the reduced axes kept as 1
 (op_utils.reduced_shape) and broadcast back over them; axis inputs get no gradient.
@@ -92,61 +92,3 @@ def _cumprod_grad(ctx, grads):
     summed = emit(ctx, "Cumsum", mul(ctx, ctx.output(0), grads[0]), axis,
                  exclusive=ctx.attr("exclusive"), reverse=not ctx.attr("reverse"))
     return [emit(ctx, "RealDiv", summed, x), None]
-
-
-# --- segment reductions ------------------------------------------------------------------------
-
-def _gather_segments(ctx: GradContext, values, ids):
-    """values[ids] for every data row, with rows whose id is negative (dropped by the unsorted
-    segment ops) given zeros; also returns that 0/1 row mask, shaped to broadcast."""
-    b = ctx.b
-    clipped = emit(ctx, "Maximum", ids, scalar(ctx, 0, ids))
-    gathered = emit(ctx, "GatherV2", values, clipped, int_const(b, 0))
-    kept = emit(ctx, "Cast", emit(ctx, "GreaterEqual", ids, scalar(ctx, 0, ids)), DstT=b.dtype(values))
-    extra_dims = emit(ctx, "Sub", emit(ctx, "Rank", gathered), emit(ctx, "Rank", ids))
-    ones = emit(ctx, "Fill", emit(ctx, "Reshape", extra_dims, int_const(b, [1])), int_const(b, 1))
-    mask_shape = emit(ctx, "ConcatV2", [emit(ctx, "Shape", ids, out_type=INDEX), ones], int_const(b, 0))
-    mask = emit(ctx, "Reshape", kept, mask_shape)
-    return mul(ctx, gathered, mask), mask
-
-
-@gradient("SegmentSum")
-def _segment_sum_grad(ctx, grads):
-    return [emit(ctx, "GatherV2", grads[0], ctx.input(1), int_const(ctx.b, 0)), None]
-
-
-@gradient("UnsortedSegmentSum")
-def _unsorted_segment_sum_grad(ctx, grads):
-    gathered, _ = _gather_segments(ctx, grads[0], ctx.input(1))
-    return [gathered, None, None]
-
-
-@gradient("UnsortedSegmentMax", "UnsortedSegmentMin")
-def _unsorted_segment_extremum_grad(ctx, grads):
-    """Like Max/Min: each segment's gradient is shared among the rows that attain its extremum."""
-    data, ids, count = ctx.input(0), ctx.input(1), ctx.input(2)
-    extremum, mask = _gather_segments(ctx, ctx.output(0), ids)
-    chosen = mul(ctx, emit(ctx, "Cast", emit(ctx, "Equal", data, extremum), DstT=ctx.input_dtype(0)), mask)
-    ties = emit(ctx, "UnsortedSegmentSum", chosen, ids, count)
-    shares, _ = _gather_segments(ctx, emit(ctx, "DivNoNan", grads[0], ties), ids)
-    return [mul(ctx, chosen, shares), None, None]
-
-
-@gradient("UnsortedSegmentProd")
-def _unsorted_segment_prod_grad(ctx, grads):
-    """The product of the segment's other rows: the output divided by the row where the row is
-    not zero; for a zero row, the product of the segment's non-zero rows (zero when the segment
-    holds another zero)."""
-    data, ids, count = ctx.input(0), ctx.input(1), ctx.input(2)
-    dtype = ctx.input_dtype(0)
-    is_zero = emit(ctx, "Equal", data, scalar(ctx, 0.0, data))
-    zeros_per_segment = emit(ctx, "UnsortedSegmentSum", emit(ctx, "Cast", is_zero, DstT=dtype), ids, count)
-    nonzero_data = emit(ctx, "SelectV2", is_zero, scalar(ctx, 1.0, data), data)
-    nonzero_product = emit(ctx, "UnsortedSegmentProd", nonzero_data, ids, count)
-    # A zero row's partial is the non-zero product only when it is its segment's single zero.
-    single_zero = emit(ctx, "Cast", emit(ctx, "LessEqual", zeros_per_segment, scalar(ctx, 1.0, data)), DstT=dtype)
-    zero_row_partial, _ = _gather_segments(ctx, mul(ctx, nonzero_product, single_zero), ids)
-    product, _ = _gather_segments(ctx, ctx.output(0), ids)
-    partial = emit(ctx, "SelectV2", is_zero, zero_row_partial, emit(ctx, "RealDiv", product, nonzero_data))
-    gathered, _ = _gather_segments(ctx, grads[0], ids)
-    return [mul(ctx, gathered, partial), None, None]

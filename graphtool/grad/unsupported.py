@@ -40,6 +40,11 @@ NO_GRADIENT: dict[str, str] = {
     "UniqueWithCounts": "TensorFlow defines no gradient for the Unique family",
     "UniqueWithCountsV2": "TensorFlow defines no gradient for the Unique family",
     "ListDiff": "TensorFlow defines no gradient for ListDiff (set difference)",
+    **{f"SparseSegment{kind}Grad{v2}": "a gradient kernel: TensorFlow defines no gradient for it"
+       for kind in ("Sum", "Mean", "SqrtN") for v2 in ("", "V2")},
+    "SparseFillEmptyRowsGrad": "a gradient kernel: TensorFlow defines no gradient for it",
+    "Bincount": "TensorFlow defines no gradient for Bincount (counting)",
+    "DenseBincount": "TensorFlow defines no gradient for DenseBincount (counting)",
     "PreventGradient": "exists to make differentiating through it an error",
     "_Arg": "function-call plumbing: graphs with functions are not differentiated",
     "_Recv": "inserted by `dftool partition`, after differentiation",

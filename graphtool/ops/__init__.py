@@ -6,7 +6,8 @@ value functions); adding an op touches only its family module here.
 from importlib import import_module
 
 FAMILY_MODULES = ("core", "math", "array", "nn", "control_flow", "tensor_array", "tensor_list", "state",
-                  "send_recv", "functional", "random", "training", "image", "strings", "parsing", "lookup")
+                  "segment", "sparse", "send_recv", "functional", "random", "training", "image", "strings",
+                  "parsing", "lookup")
 
 FAMILIES = {family: import_module(f"{__name__}.{family}") for family in FAMILY_MODULES}
 

@@ -1,5 +1,5 @@
 """Array ops that index into a tensor: Slice, StridedSlice, Gather*, UnravelIndex, Scatter*,
-segment reductions and DynamicStitch. Part of the "array" family (imported by graphtool.ops.array).
+DynamicStitch and DynamicPartition. Part of the "array" family (imported by graphtool.ops.array).
 
 StridedSlice is canonicalized once, the way TensorFlow's ValidateStridedSliceOp does it (the
 "sparse" spec of begin/end/strides and masks becomes one "dense" entry per input dim), and that one
@@ -14,15 +14,9 @@ import numpy as np
 
 from ..shapes import Shape, ShapeError
 from .array_common import (INDEX_TYPES, INDEX_TYPES_INT32, element_count, knows_nothing, merge_dims,
-                           merge_prefix, partial_or_unknown, register, scalar_dim, scalar_int,
+                           merge_prefix, partial_or_unknown, register, scalar_int,
                            shape_tensor, subshape, subtract_dims)
 from .inference import InferenceContext
-
-_NUMBER_TYPES = ("{float32, float64, int32, uint8, int16, int8, complex64, int64, qint8, quint8, "
-                 "qint32, bfloat16, qint16, quint16, uint16, complex128, float16, uint32, uint64}")
-_REAL_TYPES = ("{float32, float64, int32, uint8, int16, int8, int64, bfloat16, uint16, float16, "
-               "uint32, uint64}")
-
 
 # --- Slice ----------------------------------------------------------------------------------------
 
@@ -346,23 +340,7 @@ def _tensor_scatter_shape(ctx: InferenceContext) -> Shape:
     return _scattered_into(ctx, indices, updates, target)
 
 
-# --- segment reductions and DynamicStitch ---------------------------------------------------------
-
-def _unsorted_segment_shape(ctx: InferenceContext) -> Shape:
-    data, segment_ids = ctx.shape(0), ctx.shape(1)
-    ctx.with_rank(2, 0)
-    if not segment_ids.known_rank:
-        return Shape.unknown()
-    data = merge_prefix(data, segment_ids)
-    return Shape([scalar_dim(ctx, 2)]).concatenate(subshape(data, segment_ids.rank))
-
-
-def _segment_shape(ctx: InferenceContext) -> Shape:
-    data = ctx.with_rank_at_least(0, 1)
-    ctx.with_rank(1, 1)
-    # The number of segments is the largest id + 1: known only when the graph runs.
-    return Shape([None]).concatenate(subshape(data, 1))
-
+# --- DynamicStitch, DynamicPartition -------------------------------------------------------------
 
 def _dynamic_stitch_shape(ctx: InferenceContext) -> Shape:
     count = ctx.attr("N")
@@ -393,6 +371,20 @@ def _dynamic_stitch_value(ctx: InferenceContext):
             return None
         merged[indices.astype(np.int64)] = data  # later partitions win, as in the kernel
     return None if knows_nothing(merged) else merged
+
+
+def _dynamic_partition_shape(ctx: InferenceContext) -> list[Shape]:
+    """Every output is [?] + data.shape[partitions.rank:]: how many rows land in each partition is
+    known only when the graph runs."""
+    data, partitions = ctx.shape(0), ctx.shape(1)
+    count = ctx.attr("num_partitions")
+    if not partitions.known_rank:
+        return [Shape.unknown()] * count
+    try:
+        data = merge_prefix(data, partitions)
+    except ShapeError:
+        ctx.fail(f"data.shape {data} must start with partitions.shape {partitions}")
+    return [Shape([None]).concatenate(subshape(data, partitions.rank))] * count
 
 
 # --- registrations --------------------------------------------------------------------------------
@@ -437,18 +429,10 @@ for _name, _index_types in (("TensorScatterUpdate", "{int16, int32, int64, uint1
              attrs=["T: type", f"Tindices: {_index_types}", "bad_indices_policy: string = ''"],
              shape=_tensor_scatter_shape)
 
-for _name, _types, _ids in (("UnsortedSegmentSum", _NUMBER_TYPES, "{int16, int32, int64}"),
-                            ("UnsortedSegmentProd", _NUMBER_TYPES, INDEX_TYPES),
-                            ("UnsortedSegmentMax", _REAL_TYPES, INDEX_TYPES),
-                            ("UnsortedSegmentMin", _REAL_TYPES, INDEX_TYPES)):
-    register(_name, inputs=["data: T", "segment_ids: Tindices", "num_segments: Tnumsegments"],
-             outputs=["output: T"],
-             attrs=[f"T: {_types}", f"Tindices: {_ids}", f"Tnumsegments: {INDEX_TYPES_INT32}"],
-             shape=_unsorted_segment_shape)
-register("SegmentSum", inputs=["data: T", "segment_ids: Tindices"], outputs=["output: T"],
-         attrs=[f"T: {_NUMBER_TYPES}", f"Tindices: {INDEX_TYPES}"], shape=_segment_shape)
-
 for _name in ("DynamicStitch", "ParallelDynamicStitch"):
     register(_name, inputs=["indices: N * int32", "data: N * T"], outputs=["merged: T"],
              attrs=["N: int >= 1", "T: type"], shape=_dynamic_stitch_shape,
              value=_dynamic_stitch_value)
+register("DynamicPartition", inputs=["data: T", "partitions: int32"],
+         outputs=["outputs: num_partitions * T"], attrs=["num_partitions: int >= 1", "T: type"],
+         shape=_dynamic_partition_shape)

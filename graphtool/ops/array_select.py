@@ -89,6 +89,19 @@ def _same_rank_unknown(shape: Shape) -> Shape:
     return Shape.unknown_of_rank(shape.rank) if shape.known_rank else Shape.unknown()
 
 
+def _unique_index_shape(ctx: InferenceContext, data: Shape) -> Shape:
+    """UniqueV2's idx: one entry per slice along the axis; an empty axis means a vector input."""
+    axis = ctx.int_list(1)
+    if axis is None:
+        return Shape([None])
+    if not axis:
+        return ctx.with_rank(0, 1)
+    if not data.known_rank:
+        return Shape([None])
+    index = normalize_axis(ctx, axis[0], data.rank)
+    return Shape([data[index]])
+
+
 def _unique_shapes(counts: bool, along_axis: bool):
     """Unique / UniqueV2 / UniqueWithCounts(V2): the unique values (a vector of unknown length, or
     slices along an axis), the index of every input element (or slice), and maybe the counts."""
@@ -97,7 +110,7 @@ def _unique_shapes(counts: bool, along_axis: bool):
         if not along_axis and not counts:
             ctx.with_rank(0, 1)
         if along_axis:
-            return [_same_rank_unknown(data), Shape([None])] + ([Shape([None])] if counts else [])
+            return [_same_rank_unknown(data), _unique_index_shape(ctx, data)] + ([Shape([None])] if counts else [])
         return [Shape([None]), data] + ([Shape([None])] if counts else [])
     return shapes
 

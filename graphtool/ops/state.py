@@ -153,3 +153,4 @@ for _name in ("StatelessRandomUniform", "StatelessRandomNormal"):
              attrs=[f"dtype: {_FLOAT_DTYPES} = DT_FLOAT", f"T: {_INDEX_DTYPES} = DT_INT32",
                     f"Tseed: {_INDEX_DTYPES} = DT_INT64"],
              shape=_stateless_random_shape)
+from . import state_scatter  # noqa: E402,F401  (the rest of the family)

@@ -360,7 +360,9 @@ class RemoveSameTypeCast(BypassRule):
 
 
 class RemoveNoOpReshape(BypassRule):
-    """Reshape(x, s) -> x when x's static shape is fully known and already s."""
+    """Reshape(x, s) -> x when x's static shape already is s: both fully known and equal, or of
+    one rank with equal non-zero known dims and at most one unknown dim, at the same place (the
+    element count fixes it: Reshape(ids, [-1]) of a vector, as embedding lookups write)."""
 
     name = "noop_reshape_removed"
     ops = frozenset({"Reshape"})
@@ -369,7 +371,13 @@ class RemoveNoOpReshape(BypassRule):
         if len(node.inputs) != 2:
             return None
         before, after = self.facts.shape(node.inputs[0]), self.facts.shape(node.output(0))
-        if not (before.fully_defined and after.fully_defined and before == after):
+        if not (before.known_rank and after.known_rank and before.rank == after.rank):
+            return None
+        unknown = [i for i, dim in enumerate(before.dims) if dim is None]
+        if [i for i, dim in enumerate(after.dims) if dim is None] != unknown or len(unknown) > 1:
+            return None
+        known = [(a, b) for a, b in zip(before.dims, after.dims) if a is not None]
+        if any(a != b for a, b in known) or (unknown and any(a == 0 for a, _ in known)):
             return None
         return Bypass(node.inputs[0], [node])
 

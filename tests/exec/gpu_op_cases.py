@@ -74,6 +74,28 @@ CASES = [
     *[(op, op, [SEGMENT_DATA, i32(2, -1, 0, 2), I32(4)], {}) for op in
       ("UnsortedSegmentMax", "UnsortedSegmentMin", "UnsortedSegmentProd")],
     ("UnsortedSegmentProd-ints", "UnsortedSegmentProd", [INTS.T.copy(), i32(1, 1, 0), I32(3)], {}),
+    *[(op, op, [SEGMENT_DATA, i32(0, 0, 2, 2)], {}) for op in
+      ("SegmentMean", "SegmentMax", "SegmentMin", "SegmentProd")],
+    ("SegmentMean-ints", "SegmentMean", [INTS.T.copy(), i32(0, 0, 1)], {}),
+    *[(op, op, [SEGMENT_DATA, i32(3, 0, 3, 1), i32(0, 0, 2, 2)], {}) for op in
+      ("SparseSegmentSum", "SparseSegmentMean", "SparseSegmentSqrtN")],
+    *[(op, op, [SEGMENT_DATA, i32(3, 0, 3), i32(0, 0, 2), I32(4)], {}) for op in
+      ("SparseSegmentSumWithNumSegments", "SparseSegmentMeanWithNumSegments",
+       "SparseSegmentSqrtNWithNumSegments")],
+    *[(op, op, [UPDATES, i32(3, 0, 3), i32(0, 0, 1), I32(5)], {}) for op in
+      ("SparseSegmentSumGrad", "SparseSegmentMeanGrad", "SparseSegmentSqrtNGrad", "SparseSegmentSumGradV2",
+       "SparseSegmentMeanGradV2", "SparseSegmentSqrtNGradV2")],
+    ("Bincount", "Bincount", [VECTOR, I32(4), np.arange(6, dtype=np.float32)], {}),
+    ("Bincount-counts", "Bincount", [VECTOR, I32(6), np.zeros(0, np.int32)], {}),
+    ("DenseBincount", "DenseBincount", [VECTOR.reshape(2, 3), I32(4), np.zeros(0, np.float32)], {}),
+    ("DenseBincount-binary", "DenseBincount", [VECTOR, I32(4), np.zeros(0, np.int64)],
+     dict(binary_output=True)),
+    ("DynamicPartition", "DynamicPartition", [SEGMENT_DATA, i32(1, 0, 1, 2)], dict(num_partitions=3)),
+    ("SparseFillEmptyRows", "SparseFillEmptyRows", [np.array([[3, 0], [1, 2], [1, 0]], np.int64), F[0],
+                                                     np.array([5, 3], np.int64), np.float32(-1)], {}),
+    ("SparseFillEmptyRowsGrad", "SparseFillEmptyRowsGrad", [np.array([3, 1, 0], np.int64), F.reshape(-1)], {}),
+    ("SparseReshape", "SparseReshape", [np.array([[3, 0], [1, 2], [1, 0]], np.int64), np.array([5, 3], np.int64),
+                                         np.array([3, -1], np.int64)], {}),
     *[(op, op, [[i32(0, 2), i32(1, 3)], [F[:, :2].T.copy(), POSITIVE[:, :2].T.copy()]], {})
       for op in ("DynamicStitch", "ParallelDynamicStitch")],
     ("ListDiff", "ListDiff", [VECTOR, i32(1, 5)], {}),

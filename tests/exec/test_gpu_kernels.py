@@ -124,6 +124,64 @@ def test_variables_on_strict_gpu_double_match_cpu():
     assert float(gpu[2][0, 0]) == 2.0 and float(gpu[1][0, 0]) == 2.5
 
 
+def scatter_variables_graph():
+    """A resource variable updated at rows and at index tuples, read, then destroyed."""
+    b = GraphBuilder()
+    float32 = dtypes.as_dtype("float32")
+    handle = b.op("VarHandleOp", [], name="table", dtype=float32, shape=[4, 2], shared_name="table")
+    step = b.op("AssignVariableOp", [handle, np.arange(8, dtype=np.float32).reshape(4, 2)], name="init")
+    rows = np.array([[3, 1], [3, 0]], np.int32)
+    for op, updates in (("ResourceScatterAdd", np.ones((2, 2, 2), np.float32)),
+                        ("ResourceScatterSub", np.float32(0.5)),
+                        ("ResourceScatterMax", np.full((2, 2, 2), 4, np.float32)),
+                        ("ResourceScatterMin", np.full((2, 2, 2), 9, np.float32)),
+                        ("ResourceScatterMul", np.float32(2)),
+                        ("ResourceScatterDiv", np.float32(4)),
+                        ("ResourceScatterUpdate", np.full((1, 2), -1, np.float32))):
+        with b.control_dependencies([step]):
+            step = b.op(op, [handle, rows if updates.ndim != 2 else np.array([2], np.int64), updates], name=op)
+    for op in ("ResourceScatterNdAdd", "ResourceScatterNdSub", "ResourceScatterNdMax", "ResourceScatterNdMin",
+               "ResourceScatterNdUpdate"):
+        with b.control_dependencies([step]):
+            step = b.op(op, [handle, np.array([[0, 1], [3, 0]], np.int32), np.array([2, 7], np.float32)], name=op)
+    with b.control_dependencies([step]):
+        read = b.op("ReadVariableOp", [handle], name="scattered", dtype=float32)
+    with b.control_dependencies([read.node]):
+        b.op("DestroyResourceOp", [handle], name="destroy")
+    # The ref-variable forms, each taking the reference the previous one returned.
+    ref = b.op("Assign", [b.op("VariableV2", [], name="ref_table", shape=[4, 2], dtype=float32),
+                          np.arange(8, dtype=np.float32).reshape(4, 2)], name="ref_init")
+    for op, updates in (("ScatterAdd", np.ones((2, 2, 2), np.float32)), ("ScatterSub", np.float32(0.5)),
+                        ("ScatterMax", np.full((2, 2, 2), 4, np.float32)),
+                        ("ScatterMin", np.full((2, 2, 2), 9, np.float32)), ("ScatterMul", np.float32(2)),
+                        ("ScatterDiv", np.float32(4)), ("ScatterUpdate", np.full((1, 2), -1, np.float32))):
+        ref = b.op(op, [ref, rows if updates.ndim != 2 else np.array([2], np.int64), updates], name=op)
+    for op in ("ScatterNdAdd", "ScatterNdSub", "ScatterNdMax", "ScatterNdMin", "ScatterNdUpdate"):
+        ref = b.op(op, [ref, np.array([[0, 1], [3, 0]], np.int32), np.array([2, 7], np.float32)], name=op)
+    b.identity(ref, name="ref_scattered")
+    return b.graph
+
+
+def test_resource_scatter_on_strict_gpu_double_matches_cpu():
+    graph = scatter_variables_graph()
+    fetches = ["scattered:0", "ref_scattered:0"]
+    cpu, cpu_ref = Session(graph, device="cpu", threads=1).run(fetches, targets=["destroy"]).values
+    gpu, gpu_ref = Session(graph, device=strict_gpu(), threads=1).run(fetches, targets=["destroy"]).values
+    assert_same_values("scattered:0", gpu, cpu)
+    assert_same_values("ref_scattered:0", gpu_ref, cpu_ref)
+    np.testing.assert_array_equal(cpu_ref, cpu)   # the ref forms compute what the resource ones do
+    # rows 3 (twice), 1 and 0 got +1 each time, -0.5 each time, then max 4, min 9, *2 and /4 each
+    # time; row 2 became
+    # -1; then the Nd updates at (0, 1) and (3, 0).
+    expected = np.arange(8, dtype=np.float32).reshape(4, 2)
+    np.add.at(expected, [3, 1, 3, 0], 0.5)
+    expected[[0, 1, 3]] = np.minimum(np.maximum(expected[[0, 1, 3]], 4), 9)
+    expected[[0, 1, 3]] /= np.array([[2], [2], [4]], np.float32)   # x2 then /4 per occurrence
+    expected[2] = -1
+    expected[0, 1], expected[3, 0] = 2, 7
+    np.testing.assert_array_equal(cpu, expected)
+
+
 def stack_and_gradient_array_graph():
     """A stack pushed twice, popped once and closed; a TensorArray's gradient array with a shape."""
     b = GraphBuilder()
@@ -194,7 +252,8 @@ def test_tables_on_strict_gpu_double_match_cpu(tmp_path):
     assert sorted(zip(gpu[1].tolist(), gpu[2].tolist())) == [(b"a", 4), (b"c", 6)]
 
 
-STATEFUL_OPS = {node.op for graph in (variables_graph(), stack_and_gradient_array_graph(), tables_graph())
+STATEFUL_OPS = {node.op for graph in (variables_graph(), stack_and_gradient_array_graph(), tables_graph(),
+                                       scatter_variables_graph())
                 for node in graph.nodes}
 
 

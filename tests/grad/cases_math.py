@@ -148,20 +148,6 @@ REDUCE = {
     "Cumprod": [Case([Rand((2, 3), 0.5, 1.5, signed=True), np.array(axis, np.int32)], attrs=attrs)
                 for axis, attrs in ((1, {}), (0, {"exclusive": True}), (-1, {"reverse": True}),
                                     (1, {"exclusive": True, "reverse": True}))],
-    "SegmentSum": [Case([Rand((4, 2)), np.array([0, 0, 1, 3], np.int32)])],
-    "UnsortedSegmentSum": [Case([Rand((4, 2)), np.array([2, 0, -1, 2], np.int32), np.array(3, np.int32)]),
-                           Case([Rand((2, 2, 2)), np.array([[1, 0], [1, 1]], np.int64), np.array(2, np.int32)])],
-    # No empty segments: their outputs are the dtype's lowest/highest value, which no
-    # finite-difference objective survives.
-    "UnsortedSegmentMax": [Case([Rand((5, 2), distinct=True), np.array([2, 0, -1, 2, 1], np.int32),
-                                 np.array(3, np.int32)])],
-    "UnsortedSegmentMin": [Case([Rand((2, 3, 2), distinct=True), np.array([[2, 0, 1], [-1, 2, 0]], np.int32),
-                                 np.array(3, np.int32)])],
-    "UnsortedSegmentProd": [
-        Case([Rand((5, 2), 0.5, 1.5, signed=True), np.array([2, 0, -1, 2, 0], np.int32), np.array(3, np.int32)]),
-        Case([Value([[0.0, 1.2], [0.8, 0.0], [1.1, 0.0], [-0.9, 1.3]]), np.array([0, 0, 1, 1], np.int32),
-              np.array(2, np.int32)], label="zeros: single and double per segment"),
-    ],
 }
 
 LINALG = {

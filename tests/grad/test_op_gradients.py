@@ -7,7 +7,7 @@ import pytest
 
 from graphtool.grad import registry
 from tests.grad import (cases_array, cases_image, cases_linalg, cases_math, cases_nn,  # noqa: I001
-                         cases_nn_extra)
+                         cases_nn_extra, cases_segment)
 from tests.grad.fd_harness import check_case, checked_by_driver
 
 # One table per family module of tests/grad/cases_*.py.
@@ -18,6 +18,7 @@ TABLES = (
     cases_linalg.CASES,
     cases_nn_extra.CASES,
     cases_image.CASES,
+    cases_segment.CASES,
 )
 CASES = {}
 for _table in TABLES:

@@ -790,9 +790,8 @@ ARRAY_OPS = """
 Shape ShapeN Size Rank Reshape Transpose ExpandDims Squeeze ConcatV2 Concat ConcatOffset Split SplitV
 Slice StridedSlice StridedSliceGrad Pack Unpack Tile Pad PadV2 MirrorPad MirrorPadGrad GatherV2 Gather
 GatherNd ScatterNd TensorScatterUpdate TensorScatterAdd Fill Range LinSpace ZerosLike OnesLike
-BroadcastTo BroadcastArgs BroadcastGradientArgs ReverseV2 Reverse OneHot TopKV2 Where UnsortedSegmentSum
-UnsortedSegmentMax UnsortedSegmentMin UnsortedSegmentProd SegmentSum MatrixBandPart MatrixDiag
-MatrixDiagPart InvertPermutation Unique ListDiff DynamicStitch Bitcast EnsureShape
+BroadcastTo BroadcastArgs BroadcastGradientArgs ReverseV2 Reverse OneHot TopKV2 Where MatrixBandPart MatrixDiag
+MatrixDiagPart InvertPermutation Unique ListDiff DynamicStitch DynamicPartition Bitcast EnsureShape
 Empty UnravelIndex ReverseSequence TensorScatterSub TensorScatterMin TensorScatterMax ParallelDynamicStitch
 UniqueV2 UniqueWithCounts UniqueWithCountsV2 Diag DiagPart MatrixSetDiag MatrixDiagV2 MatrixDiagV3
 MatrixDiagPartV2 MatrixDiagPartV3 MatrixSetDiagV2 MatrixSetDiagV3

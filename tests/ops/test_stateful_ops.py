@@ -251,7 +251,9 @@ def test_send_recv_and_collectives():
 
 # Straight from TensorFlow's OpDefs (is_stateful) and kernels (AsyncOpKernel).
 NOT_STATEFUL = {"Assign", "AssignAdd", "AssignSub", "IsVariableInitialized",
-                "StatelessRandomUniform", "StatelessRandomNormal"}
+                "StatelessRandomUniform", "StatelessRandomNormal",
+                *(f"Scatter{kind}" for kind in ("Add", "Sub", "Mul", "Div", "Min", "Max", "Update")),
+                *(f"ScatterNd{kind}" for kind in ("Add", "Sub", "Min", "Max", "Update"))}
 ASYNC = {"_Recv", "_HostRecv", "CollectiveReduce", "CollectiveBcastSend", "CollectiveBcastRecv"}
 FAMILY_OPS = sorted(name for name, spec in registry.all_ops().items() if spec.family in STATEFUL_FAMILIES)
 
@@ -264,7 +266,11 @@ def test_families_register_the_expected_ops():
         AssignAddVariableOp AssignSubVariableOp VarIsInitializedOp ResourceGather IsVariableInitialized RandomUniform
         RandomUniformInt RandomStandardNormal TruncatedNormal Multinomial StatelessRandomUniform
         StatelessRandomNormal _Send _Recv _HostSend _HostRecv CollectiveReduce CollectiveBcastSend
-        CollectiveBcastRecv""".split()
+        CollectiveBcastRecv ResourceScatterAdd ResourceScatterSub ResourceScatterMul ResourceScatterDiv
+        ResourceScatterMin ResourceScatterMax ResourceScatterUpdate ResourceScatterNdUpdate
+        ResourceScatterNdAdd ResourceScatterNdSub ResourceScatterNdMin ResourceScatterNdMax
+        DestroyResourceOp ScatterAdd ScatterSub ScatterMul ScatterDiv ScatterMin ScatterMax ScatterUpdate
+        ScatterNdAdd ScatterNdSub ScatterNdMin ScatterNdMax ScatterNdUpdate""".split()
     assert sorted(expected) == FAMILY_OPS
 
 

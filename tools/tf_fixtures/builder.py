@@ -37,6 +37,7 @@ class Builder:
         self.cpu_devices = 1
         self.grad_y = None       # "loss:0": the tensor tf.gradients differentiates, if any
         self.grad_xs = []        # ["w:0", ...]: what it is differentiated with respect to
+        self.session_runs = []   # (label, targets, fetches): a stateful case's runs, in order
 
     # -- random values -------------------------------------------------------------------
     def normal(self, *shape, scale=1.0, dtype=np.float32):
@@ -98,6 +99,10 @@ class Builder:
         """Another run of the same graph, replacing the feeds of the named placeholders."""
         self.variants[label] = {f"{name}:0": np.asarray(value, self.feeds[f"{name}:0"].dtype)
                                 for name, value in feeds.items()}
+
+    def session_run(self, label, targets=(), fetches=()):
+        """One run of a stateful case's session (stateful.py): node names to run, tensors to fetch."""
+        self.session_runs.append((label, list(targets), list(fetches)))
 
     def skip(self, op_type, reason):
         """Record an op variant the case leaves out because TensorFlow cannot run it."""

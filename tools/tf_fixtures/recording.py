@@ -104,6 +104,9 @@ def generate(spec, root):
     with graph.as_default():
         tf.set_random_seed(seed % (2**31))
         spec.build(builder)
+        if spec.stateful:
+            from .stateful import record_stateful
+            return record_stateful(spec, builder, graph, root)
         graph_def = graph.as_graph_def()
         if tf.global_variables():
             graph_def = freeze(graph, graph_def, builder)

@@ -12,15 +12,16 @@ class Case:
     rtol: float
     atol: float
     notes: str
+    stateful: bool = False  # unfrozen, runs in order in one session (stateful.py)
 
 
 REGISTRY: dict[str, Case] = {}  # name -> Case, in registration order
 
 
-def case(name, family, description, *, rtol=1e-5, atol=1e-6, notes=""):
+def case(name, family, description, *, rtol=1e-5, atol=1e-6, notes="", stateful=False):
     """Register a case builder under `name`."""
     def register(build):
         assert name not in REGISTRY, name
-        REGISTRY[name] = Case(name, family, description, build, rtol, atol, notes)
+        REGISTRY[name] = Case(name, family, description, build, rtol, atol, notes, stateful)
         return build
     return register

@@ -1,16 +1,12 @@
 """Kernels of array ops that place values into a tensor: ScatterNd, TensorScatter{Update, Add, Sub,
-Min, Max}, the segment reductions (UnsortedSegment{Sum, Prod, Max, Min}, SegmentSum) and
-(Parallel)DynamicStitch.
+Min, Max}, (Parallel)DynamicStitch and DynamicPartition (the segment reductions are in segment.py).
 
-Duplicate indices accumulate (ScatterNd adds them, segment reductions reduce them); empty segments
-get the reduction's identity as in TensorFlow: 0 for sums, 1 for products, the lowest value of the
-type for maxima and the highest for minima.
+Duplicate ScatterNd indices add up.
 """
 from __future__ import annotations
 
-from .array_common import (bad_index_rows, describe_index_row, first_true, highest, host_int,
-                           index_rows, lowest, output_shape, position_str, scatter_rows,
-                           shape_str)
+from .array_common import (bad_index_rows, describe_index_row, first_true, index_rows, output_shape,
+                           position_str, scatter_rows, shape_str)
 from .registry import CPU, kernel
 
 # --- ScatterNd, TensorScatter* --------------------------------------------------------------------
@@ -29,7 +25,7 @@ def _check_update_shape(ctx, target_shape, indices, updates) -> None:
                  f"updates[shape={shape_str(updates.shape)}]")
 
 
-def _scatter(ctx, target, indices, updates, mode: str, policy: str):
+def scatter_nd_into(ctx, target, indices, updates, mode: str, policy: str):
     """Scatter `updates` into `target` (a fresh array this kernel owns) and return it."""
     xp = ctx.xp
     if indices.ndim < 1:
@@ -63,12 +59,12 @@ def _scatter(ctx, target, indices, updates, mode: str, policy: str):
 @kernel("ScatterNd")
 def scatter_nd(ctx, indices, updates, shape, *, bad_indices_policy):
     target = ctx.xp.zeros(output_shape(ctx, shape), dtype=updates.dtype)
-    return _scatter(ctx, target, indices, updates, "add", bad_indices_policy)
+    return scatter_nd_into(ctx, target, indices, updates, "add", bad_indices_policy)
 
 
 def _tensor_scatter(mode: str):
     def scatter_into_copy(ctx, tensor, indices, updates, *, bad_indices_policy):
-        return _scatter(ctx, tensor.copy(), indices, updates, mode, bad_indices_policy)
+        return scatter_nd_into(ctx, tensor.copy(), indices, updates, mode, bad_indices_policy)
     return scatter_into_copy
 
 
@@ -76,66 +72,6 @@ for _op, _mode in (("TensorScatterUpdate", "update"), ("TensorScatterAdd", "add"
                    ("TensorScatterSub", "sub"), ("TensorScatterMin", "min"),
                    ("TensorScatterMax", "max")):
     kernel(_op)(_tensor_scatter(_mode))
-
-
-# --- segment reductions ---------------------------------------------------------------------------
-
-def _segment_rows(ctx, data, segment_ids):
-    """data as [len(ids), *element] rows, checking that its shape starts with the ids' shape."""
-    if data.shape[:segment_ids.ndim] != segment_ids.shape:
-        ctx.fail(f"data.shape = {shape_str(data.shape)} does not start with segment_ids.shape = "
-                 f"{shape_str(segment_ids.shape)}")
-    element = data.shape[segment_ids.ndim:]
-    return data.reshape((segment_ids.size,) + element), element
-
-
-def _unsorted_segment(mode: str, identity, scatter=scatter_rows):
-    """A kernel reducing data rows into num_segments segments; negative ids drop their row.
-    `scatter` combines the rows into the result (the GPU's multiply needs its own: gpu_segment.py)."""
-    def reduce_segments(ctx, data, segment_ids, num_segments):
-        xp = ctx.xp
-        if num_segments.ndim != 0:
-            ctx.fail(f"num_segments should be a scalar, not shape {shape_str(num_segments.shape)}")
-        count = host_int(ctx, num_segments, "num_segments")
-        if count < 0:
-            ctx.fail(f"Input num_segments == {count} must not be negative.")
-        rows, element = _segment_rows(ctx, data, segment_ids)
-        bad = first_true(xp, segment_ids >= count)
-        if bad is not None:
-            ctx.fail(f"segment_ids{position_str(segment_ids.shape, bad)} = "
-                     f"{int(segment_ids.reshape(-1)[bad])} is out of range [0, {count})")
-        ids = segment_ids.reshape(-1)
-        kept = ids >= 0
-        result = xp.full((count,) + element, identity(data.dtype), dtype=data.dtype)
-        scatter(xp, result, ids[kept][:, None], rows[kept], mode)
-        return result
-    return reduce_segments
-
-
-kernel("UnsortedSegmentSum")(_unsorted_segment("add", lambda dtype: 0))
-# CPU only: cupy's ufunc.at covers add, subtract, maximum and minimum, not multiply; the GPU
-# kernel (gpu_segment.py) multiplies by sorting instead.
-kernel("UnsortedSegmentProd", devices=(CPU,))(_unsorted_segment("mul", lambda dtype: 1))
-kernel("UnsortedSegmentMax")(_unsorted_segment("max", lowest))
-kernel("UnsortedSegmentMin")(_unsorted_segment("min", highest))
-
-
-@kernel("SegmentSum")
-def segment_sum(ctx, data, segment_ids):
-    xp = ctx.xp
-    if segment_ids.ndim != 1:
-        ctx.fail("segment_ids should be a vector.")
-    if data.ndim < 1 or segment_ids.shape[0] != data.shape[0]:
-        ctx.fail("segment_ids should be the same size as dimension 0 of input.")
-    count = int(segment_ids[-1]) + 1 if segment_ids.size else 0
-    if segment_ids.size > 1 and bool((segment_ids[1:] < segment_ids[:-1]).any()):
-        ctx.fail("segment ids are not increasing")
-    if segment_ids.size and int(segment_ids[0]) < 0:
-        ctx.fail(f"Segment id {int(segment_ids[0])} out of range [0, {count}), possibly because "
-                 f"'segment_ids' input is not sorted.")
-    result = xp.zeros((count,) + data.shape[1:], dtype=data.dtype)
-    scatter_rows(xp, result, segment_ids[:, None], data, "add")
-    return result
 
 
 # --- DynamicStitch --------------------------------------------------------------------------------
@@ -163,3 +99,18 @@ def dynamic_stitch(ctx, *inputs):
         merged[index.reshape(-1)] = values.reshape((index.size,) + element)
     return merged
 
+
+@kernel("DynamicPartition", devices=(CPU,))
+def dynamic_partition(ctx, data, partitions, *, num_partitions):
+    """outputs[i]: the rows of data whose partition is i, in their order."""
+    xp = ctx.xp
+    if data.shape[:partitions.ndim] != partitions.shape:
+        ctx.fail(f"data.shape must start with partitions.shape, got data.shape = "
+                 f"{shape_str(data.shape)}, partitions.shape = {shape_str(partitions.shape)}")
+    flat = partitions.reshape(-1)
+    bad = first_true(xp, (flat < 0) | (flat >= num_partitions))
+    if bad is not None:
+        ctx.fail(f"partitions{position_str(partitions.shape, bad)} = {int(flat[bad])} is not in "
+                 f"[0, {num_partitions})")
+    rows = data.reshape((flat.size,) + data.shape[partitions.ndim:])
+    return tuple(rows[flat == i] for i in range(num_partitions))

@@ -8,8 +8,11 @@ host values along (Identity) or read them as metadata (Assert's messages, handle
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from .array_scatter import dynamic_partition
 from .core import const
 from .math_cast import cast
 from .registry import GPU, KernelContext, kernel
@@ -26,6 +29,23 @@ def device_holds(dtype) -> bool:
 def host_context(ctx) -> KernelContext:
     """The node's kernel context with numpy as its array module, to run a kernel on the host."""
     return KernelContext(np, ctx.node_name, ctx.op, ctx.output_dtypes, ctx.device, ctx.resources)
+
+
+def host_dtypes_on_host(fn):
+    """A GPU kernel from a shared kernel `fn` that computes on the host when an input has a dtype
+    the device cannot hold (bfloat16 data): the other inputs are copied back, and outputs the
+    device can hold are uploaded. Keeps fn's signature (attrs are bound from it)."""
+    @functools.wraps(fn)
+    def gpu_kernel(ctx, *inputs, **attrs):
+        if all(device_holds(x.dtype) for x in inputs if hasattr(x, "dtype")):
+            return fn(ctx, *inputs, **attrs)
+        host = [x.get() if hasattr(x, "get") else x for x in inputs]
+        outputs = fn(host_context(ctx), *host, **attrs)
+        many = isinstance(outputs, tuple)
+        uploaded = tuple(ctx.xp.asarray(out) if device_holds(out.dtype) else out
+                         for out in (outputs if many else (outputs,)))
+        return uploaded if many else uploaded[0]
+    return gpu_kernel
 
 
 @kernel("Const", "HostConst", devices=(GPU,))
@@ -69,3 +89,10 @@ def host_kernel(*ops: str):
         kernel(*ops, devices=(GPU,))(on_host(fn))
         return fn
     return register
+@kernel("DynamicPartition", devices=(GPU,))
+def gpu_dynamic_partition(ctx, data, partitions, *, num_partitions):
+    """String (or bfloat16) rows stay on the host: partition them there."""
+    if device_holds(data.dtype):
+        return dynamic_partition(ctx, data, partitions, num_partitions=num_partitions)
+    host_partitions = partitions.get() if hasattr(partitions, "get") else partitions
+    return dynamic_partition(host_context(ctx), data, host_partitions, num_partitions=num_partitions)

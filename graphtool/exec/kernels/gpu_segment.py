@@ -1,15 +1,18 @@
-"""The GPU's UnsortedSegmentProd: a scatter-multiply without `ufunc.at`.
+"""The GPU's segment kernels: the shared ones (segment.py), computing on the host for bfloat16
+data (cupy has no bfloat16), and for the products a scatter-multiply without `ufunc.at`.
 
-cupy's `ufunc.at` covers add, subtract, maximum and minimum but not multiply, so the shared
-segment kernel (array_scatter.py) combines rows with this instead: sort the updates by target row,
+cupy's `ufunc.at` covers add, subtract, maximum and minimum but not multiply, so
+UnsortedSegmentProd and SegmentProd combine rows with this instead: sort the updates by target row,
 multiply each run of equal rows together with a segmented scan (log2(n) whole-array steps, no
 Python loop over rows), and multiply every run's product into its row once. Products are formed
 in a different order than the CPU's sequential one, so floats may differ in the last bits.
 """
 from __future__ import annotations
 
-from .array_common import stable_argsort
-from .array_scatter import _unsorted_segment
+from .array_common import highest, lowest, stable_argsort
+from .gpu_host_memory import host_dtypes_on_host
+from .segment import (sorted_segment, sparse_segment, sparse_segment_grad, sparse_segment_grad_v2,
+                      unsorted_segment)
 from .registry import GPU, kernel
 
 
@@ -43,4 +46,17 @@ def segmented_products(xp, keys, values):
     return values
 
 
-kernel("UnsortedSegmentProd", devices=(GPU,))(_unsorted_segment("mul", lambda dtype: 1, scatter_multiply))
+# Every segment kernel computes on the host for bfloat16 data (cupy has no bfloat16).
+kernel("UnsortedSegmentProd", devices=(GPU,))(host_dtypes_on_host(unsorted_segment("mul", lambda dtype: 1, scatter_multiply)))
+kernel("SegmentProd", devices=(GPU,))(host_dtypes_on_host(sorted_segment("mul", scatter_multiply)))
+for _op, _fn in (("UnsortedSegmentSum", unsorted_segment("add", lambda dtype: 0)),
+                 ("UnsortedSegmentMax", unsorted_segment("max", lowest)),
+                 ("UnsortedSegmentMin", unsorted_segment("min", highest)),
+                 ("SegmentSum", sorted_segment("add")), ("SegmentMean", sorted_segment("mean")),
+                 ("SegmentMax", sorted_segment("max")), ("SegmentMin", sorted_segment("min"))):
+    kernel(_op, devices=(GPU,))(host_dtypes_on_host(_fn))
+for _mode, _name in (("sum", "Sum"), ("mean", "Mean"), ("sqrtn", "SqrtN")):
+    kernel(f"SparseSegment{_name}", f"SparseSegment{_name}WithNumSegments", devices=(GPU,))(
+        host_dtypes_on_host(sparse_segment(_mode)))
+    kernel(f"SparseSegment{_name}Grad", devices=(GPU,))(host_dtypes_on_host(sparse_segment_grad(_mode)))
+    kernel(f"SparseSegment{_name}GradV2", devices=(GPU,))(host_dtypes_on_host(sparse_segment_grad_v2(_mode)))
