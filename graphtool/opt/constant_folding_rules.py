@@ -176,7 +176,7 @@ class MulDivChain(ChainRule):
     outer_ops = inner_ops = frozenset({"Mul", "RealDiv"})
 
     def applies(self, node: Node, ctx: PassContext) -> bool:
-        if "RealDiv" not in (node.op, *(ref.node.op for ref in node.inputs)):
+        if node.op not in self.outer_ops or "RealDiv" not in (node.op, *(ref.node.op for ref in node.inputs)):
             return False   # plain Mul chains are MulChain's
         if not (node.attr("T").is_floating or node.attr("T").is_complex) or not super().applies(node, ctx):
             return False

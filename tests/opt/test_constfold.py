@@ -404,3 +404,17 @@ def test_strict_fp_skips_simplify_but_still_folds():
 
     result = check_pass("constfold", b.graph, ["out"], structure=structure, strict_fp=True)
     assert result.stats == {"nodes_folded": 1}
+
+
+def test_an_op_without_a_T_attr_reading_a_division_is_left_alone():
+    # GatherV2 (typed by Tparams) consuming a RealDiv: the chain rules must look at its op first.
+    b = GraphBuilder()
+    x = b.placeholder(dtypes.float32, [3], name="x")
+    scaled = b.op("RealDiv", [x, b.const(np.array(2, np.float32))], name="scaled")
+    b.op("GatherV2", [scaled, b.const(np.array([2, 0], np.int32)), b.const(np.array(0, np.int32))], name="out")
+    before = sorted(n.op for n in b.graph.nodes)
+
+    def structure(g):
+        assert sorted(n.op for n in g.nodes) == before
+
+    check_pass("constfold", b.graph, ["out"], structure=structure, expect_changed=False)
