@@ -28,11 +28,14 @@ def _op_table(before: Counter, after: Counter) -> Table:
     return table
 
 
-def _verify(original, optimized, fetch_names, feeds_file) -> list[str]:
+def _verify(original, optimized, fetch_names, feeds_file, tolerance) -> list[str]:
     """Differences between the graphs' fetches on the given feeds, or on the first kind of random
-    feeds the original graph accepts (integer inputs may have to be divisors or permutations)."""
+    feeds the original graph accepts (integer inputs may have to be divisors or permutations),
+    beyond each fetch's float32 accumulation tolerance (graphtool/opt/tolerance.py) or the
+    explicit relative `tolerance`."""
     from graphtool.exec.session import Session
     from graphtool.opt.equivalence import candidate_feeds, differences
+    from graphtool.opt.tolerance import describe, fetch_tolerances
 
     from .run_cmd import collect_feeds
 
@@ -44,7 +47,10 @@ def _verify(original, optimized, fetch_names, feeds_file) -> list[str]:
         except DftoolError as exc:
             failure = failure or exc
             continue
-        return differences(original, optimized, fetch_names, feeds)
+        tolerances = fetch_tolerances([original, optimized], fetch_names, feeds, tolerance)
+        if settings.verbose or not settings.quiet:
+            info(f"--verify tolerance: {describe(tolerances)}")
+        return differences(original, optimized, fetch_names, feeds, tolerances=tolerances)
     what = feeds_file or "random feeds"
     raise RuntimeFailure(f"--verify: the original graph itself fails on {what}: {failure.one_line()}",
                          hint="give real inputs with --feeds FILE.npz")
@@ -64,6 +70,9 @@ def _verify(original, optimized, fetch_names, feeds_file) -> list[str]:
 @click.option("--dump-dir", metavar="DIR", help="Write the graph after each pass that changed it.")
 @click.option("--verify", "verify_runs", is_flag=True, help="Run both graphs on random feeds; exit 1 if they differ.")
 @click.option("--feeds", "feeds_file", metavar="FILE.npz", help="With --verify: feed these values instead of random ones.")
+@click.option("--verify-tolerance", "verify_tolerance", type=click.FloatRange(min=0), metavar="REL",
+              help="With --verify: allow differences up to REL times each fetch's largest magnitude "
+                   "(default: derived from the graph's float accumulation depth).")
 @click.option("--strict-fp", is_flag=True, help="Skip rewrites that can change floating-point results.")
 @click.option("--text", is_flag=True, help="Write text format on stdout.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout (needs OUT other than '-').")
@@ -71,7 +80,7 @@ def _verify(original, optimized, fetch_names, feeds_file) -> list[str]:
 @signature_option
 @common_options
 def command(input_path, output_path, fetches, keep, only, skip, list_passes, max_iterations, fold_max_bytes,
-            dump_dir, verify_runs, feeds_file, strict_fp, text, as_json, report, signature):
+            dump_dir, verify_runs, feeds_file, verify_tolerance, strict_fp, text, as_json, report, signature):
     """Optimize IN and write OUT; never changes what the fetched tensors compute."""
     from graphtool.inspect import constant_bytes, graph_outputs
     from graphtool.opt.base import PassContext, registered_passes
@@ -109,7 +118,7 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
 
     mismatches = []
     if verify_runs:
-        mismatches = _verify(original, graph, fetch_names, feeds_file)
+        mismatches = _verify(original, graph, fetch_names, feeds_file, verify_tolerance)
         if mismatches:
             raise RuntimeFailure("--verify: the optimized graph computes something else: " + "; ".join(mismatches[:3]),
                                  hint="rerun with --skip to find the pass, and please report it")

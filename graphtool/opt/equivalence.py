@@ -59,8 +59,10 @@ def random_feeds(graph: Graph, seed: int = 0, integers: str = "indices") -> dict
 
 
 def differences(original: Graph, optimized: Graph, fetches: list[str], feeds: dict[str, np.ndarray],
-                rtol: float = 1e-5, atol: float = 1e-6) -> list[str]:
-    """One description per fetch whose values differ between the two graphs (empty: equivalent)."""
+                rtol: float = 1e-5, atol: float = 1e-6, tolerances: dict | None = None) -> list[str]:
+    """One description per fetch whose values differ between the two graphs (empty: equivalent).
+    Floats may differ by rtol/atol elementwise plus, where `tolerances` (fetch -> Tolerance, see
+    tolerance.py) names the fetch, its accumulation tolerance relative to the fetch's magnitude."""
     from ..exec.session import Session
 
     before = Session(original, threads=1).run(fetches, feeds, allow_dead=True).values
@@ -77,9 +79,11 @@ def differences(original: Graph, optimized: Graph, fetches: list[str], feeds: di
         elif a.dtype != b.dtype:
             problems.append(f"{name}: dtype {a.dtype} became {b.dtype}")
         elif a.dtype.kind in "fc":
-            if not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
+            spread = tolerances[name].allowed(a) if tolerances and name in tolerances else 0.0
+            if not np.allclose(a, b, rtol=rtol, atol=atol + spread, equal_nan=True):
                 worst = float(np.nanmax(np.abs(a.astype(np.complex128) - b)))
-                problems.append(f"{name}: values differ (max abs diff {worst:.3g})")
+                allowed = f", allowed {atol + spread:.3g} + {rtol:.3g}*|value|"
+                problems.append(f"{name}: values differ (max abs diff {worst:.3g}{allowed})")
         elif not np.array_equal(a, b):
             problems.append(f"{name}: values differ")
     return problems

@@ -27,7 +27,7 @@ COMMON = {"weights": None, "input_shape": INPUT, "classes": 10, "classifier_acti
 VARIANCE_FLOOR = 0.05  # near-constant channels would otherwise be scaled up a hundredfold
 
 
-def calibrate_batch_norm(model, rng, low, high):
+def calibrate_batch_norm(model, rng, low, high, shape=INPUT):
     """Batch-norm parameters as a trained model has them: random scales and offsets, and moving
     statistics that are each layer's input statistics on a calibration batch (one training-mode
     pass with momentum 0, after the scales are set, so every layer sees what its predecessors
@@ -40,7 +40,7 @@ def calibrate_batch_norm(model, rng, low, high):
         layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape), rng.normal(0, 0.1, beta.shape),
                            mean, variance])
         layer.momentum = 0.0
-    model(rng.uniform(low, high, (16, *INPUT)).astype(np.float32), training=True)
+    model(rng.uniform(low, high, (16, *shape)).astype(np.float32), training=True)
     for layer in norms:
         layer.momentum = 0.99
         gamma, beta, mean, variance = layer.get_weights()
@@ -55,10 +55,10 @@ def stem_kernel(model):
     raise ValueError("no convolution")
 
 
-def application(make, rng, low=-1.0, high=1.0):
+def application(make, rng, low=-1.0, high=1.0, shape=INPUT):
     model = make()
-    calibrate_batch_norm(model, rng, low, high)
-    x = rng.uniform(low, high, (2, *INPUT)).astype(np.float32)
+    calibrate_batch_norm(model, rng, low, high, shape)
+    x = rng.uniform(low, high, (2, *shape)).astype(np.float32)
     return frozen_keras_artifact(model, x, lower=True, weight=stem_kernel(model))
 
 
@@ -122,3 +122,27 @@ def keras_nasnet_mobile(rng):
                                              stem_block_filters=8, skip_reduction=False,
                                              filter_multiplier=2, default_size=32,
                                              name="nasnet_mobile", **common), rng)
+
+
+# Numeric fidelity (issue 13): MobileNets as an image classifier ships them, 1,000 logits, at the
+# tolerance a user expects (rtol 1e-4, atol 1e-5). Depthwise convolutions, long 1x1 convolution
+# sums and a 1,000-way classifier are where float32 accumulation order shows.
+IMAGENET = {"weights": None, "classes": 1000, "classifier_activation": None}
+MOBILENET_INPUT = (128, 128, 3)
+
+
+@case("keras_mobilenet_v1_1000", FAMILY,
+      "keras.applications.MobileNet(alpha=0.25), 128x128 input, 1,000 logits: 13 depthwise "
+      "separable blocks, ReLU6, batch norm (inference), 1x1 convolution classifier.", slow=True)
+def keras_mobilenet_v1_1000(rng):
+    return application(lambda: keras.applications.MobileNet(
+        alpha=0.25, input_shape=MOBILENET_INPUT, **IMAGENET), rng, shape=MOBILENET_INPUT)
+
+
+@case("keras_mobilenet_v2_1000", FAMILY,
+      "keras.applications.MobileNetV2(alpha=0.35), 128x128 input, 1,000 logits: inverted "
+      "residual blocks with depthwise convolutions, ReLU6, batch norm (inference), a 1280x1000 "
+      "dense classifier.", slow=True)
+def keras_mobilenet_v2_1000(rng):
+    return application(lambda: keras.applications.MobileNetV2(
+        alpha=0.35, input_shape=MOBILENET_INPUT, **IMAGENET), rng, shape=MOBILENET_INPUT)
