@@ -152,6 +152,6 @@ def describe(tolerances: dict[str, Tolerance], dtype=np.float32) -> str:
         return "none (no fetches)"
     name, worst = max(tolerances.items(), key=lambda item: item[1].factor(dtype))
     if worst.relative is not None:
-        return f"{worst.relative:.3g} x max|value| (given)"
+        return f"{worst.relative:.3g} x max|value| (given) + rtol 1e-05, atol 1e-06"
     return (f"up to {worst.factor(dtype):.3g} x max|value| for {np.dtype(dtype).name} "
             f"({name}: {worst.depth:.0f} roundings deep)")
