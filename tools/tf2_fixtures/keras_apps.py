@@ -55,10 +55,21 @@ def stem_kernel(model):
     raise ValueError("no convolution")
 
 
-def application(make, rng, low=-1.0, high=1.0, shape=INPUT):
+def spread_logits(model, x, std):
+    """Scale the classifier (the last layer with weights) so the logits on `x` have standard
+    deviation `std`, as a trained ImageNet model's do (about 5): rounding errors are relative to
+    the values summed, so a random model's logits of about 1 would hide a 10x larger drift."""
+    classifier = [layer for layer in model.layers if layer.weights][-1]
+    factor = std / float(np.std(model(x, training=False)))
+    classifier.set_weights([weight * factor for weight in classifier.get_weights()])
+
+
+def application(make, rng, low=-1.0, high=1.0, shape=INPUT, logit_std=None):
     model = make()
     calibrate_batch_norm(model, rng, low, high, shape)
     x = rng.uniform(low, high, (2, *shape)).astype(np.float32)
+    if logit_std:
+        spread_logits(model, x, logit_std)
     return frozen_keras_artifact(model, x, lower=True, weight=stem_kernel(model))
 
 
@@ -129,20 +140,24 @@ def keras_nasnet_mobile(rng):
 # sums and a 1,000-way classifier are where float32 accumulation order shows.
 IMAGENET = {"weights": None, "classes": 1000, "classifier_activation": None}
 MOBILENET_INPUT = (128, 128, 3)
+IMAGENET_LOGIT_STD = 5.0
 
 
 @case("keras_mobilenet_v1_1000", FAMILY,
       "keras.applications.MobileNet(alpha=0.25), 128x128 input, 1,000 logits: 13 depthwise "
-      "separable blocks, ReLU6, batch norm (inference), 1x1 convolution classifier.", slow=True)
+      "separable blocks, ReLU6, batch norm (inference), 1x1 convolution classifier scaled to "
+      "ImageNet-like logits (std 5).", slow=True)
 def keras_mobilenet_v1_1000(rng):
     return application(lambda: keras.applications.MobileNet(
-        alpha=0.25, input_shape=MOBILENET_INPUT, **IMAGENET), rng, shape=MOBILENET_INPUT)
+        alpha=0.25, input_shape=MOBILENET_INPUT, **IMAGENET), rng, shape=MOBILENET_INPUT,
+        logit_std=IMAGENET_LOGIT_STD)
 
 
 @case("keras_mobilenet_v2_1000", FAMILY,
       "keras.applications.MobileNetV2(alpha=0.35), 128x128 input, 1,000 logits: inverted "
       "residual blocks with depthwise convolutions, ReLU6, batch norm (inference), a 1280x1000 "
-      "dense classifier.", slow=True)
+      "dense classifier scaled to ImageNet-like logits (std 5).", slow=True)
 def keras_mobilenet_v2_1000(rng):
     return application(lambda: keras.applications.MobileNetV2(
-        alpha=0.35, input_shape=MOBILENET_INPUT, **IMAGENET), rng, shape=MOBILENET_INPUT)
+        alpha=0.35, input_shape=MOBILENET_INPUT, **IMAGENET), rng, shape=MOBILENET_INPUT,
+        logit_std=IMAGENET_LOGIT_STD)
