@@ -102,3 +102,25 @@ def test_optimize_verify_accepts_resnet_folding_on_real_inputs_and_prints_its_to
     # The same rewrites differ by more than a fixed 1e-5 relative: the old comparison refused them.
     code, _, stderr = run_dftool(*args, "--verify-tolerance", "0")
     assert code == 1 and "values differ" in error_line(stderr) and "tolerance 0 x" in stderr, stderr
+
+
+def test_tensor_list_outputs_compare_by_their_elements(tmp_path):
+    """A graph output that is a TensorList (tf2_map_fn's unused TensorArrayV2) is a new list object
+    in each run: --verify compares what the lists hold."""
+    code, _, stderr = run_dftool("optimize", TF2 / "tf2_map_fn" / "graph.pb", tmp_path / "opt.pb", "--verify")
+    assert code == 0, stderr
+
+
+def test_tensor_lists_that_hold_different_elements_differ():
+    from graphtool.exec.kernels.tensor_list_value import TensorList
+    from graphtool.opt.equivalence import _objects_match
+    from graphtool.shapes import Shape
+
+    def listed(*values):
+        array = np.empty((), object)
+        array[()] = TensorList(dtypes.float32, Shape([2]), [np.asarray(v, np.float32) for v in values])
+        return array
+
+    assert _objects_match(listed([1, 2], [3, 4]), listed([1, 2], [3, 4]), 1e-5, 1e-6)
+    assert not _objects_match(listed([1, 2], [3, 4]), listed([1, 2], [3, 5]), 1e-5, 1e-6)
+    assert not _objects_match(listed([1, 2]), listed([1, 2], [3, 4]), 1e-5, 1e-6)
