@@ -28,11 +28,14 @@ def _op_table(before: Counter, after: Counter) -> Table:
     return table
 
 
-def _verify(original, optimized, fetch_names, feeds_file) -> list[str]:
+def _verify(original, optimized, fetch_names, feeds_file, tolerance) -> tuple[list[str], str]:
     """Differences between the graphs' fetches on the given feeds, or on the first kind of random
-    feeds the original graph accepts (integer inputs may have to be divisors or permutations)."""
+    feeds the original graph accepts (integer inputs may have to be divisors or permutations),
+    beyond each fetch's float32 accumulation tolerance (graphtool/opt/tolerance.py) or the
+    explicit relative `tolerance`; also the tolerance in words."""
     from graphtool.exec.session import Session
     from graphtool.opt.equivalence import candidate_feeds, differences
+    from graphtool.opt.tolerance import describe, fetch_tolerances
 
     from .run_cmd import collect_feeds
 
@@ -44,7 +47,8 @@ def _verify(original, optimized, fetch_names, feeds_file) -> list[str]:
         except DftoolError as exc:
             failure = failure or exc
             continue
-        return differences(original, optimized, fetch_names, feeds)
+        tolerances = fetch_tolerances([original, optimized], fetch_names, feeds, tolerance)
+        return differences(original, optimized, fetch_names, feeds, tolerances=tolerances), describe(tolerances)
     what = feeds_file or "random feeds"
     raise RuntimeFailure(f"--verify: the original graph itself fails on {what}: {failure.one_line()}",
                          hint="give real inputs with --feeds FILE.npz")
@@ -64,6 +68,9 @@ def _verify(original, optimized, fetch_names, feeds_file) -> list[str]:
 @click.option("--dump-dir", metavar="DIR", help="Write the graph after each pass that changed it.")
 @click.option("--verify", "verify_runs", is_flag=True, help="Run both graphs on random feeds; exit 1 if they differ.")
 @click.option("--feeds", "feeds_file", metavar="FILE.npz", help="With --verify: feed these values instead of random ones.")
+@click.option("--verify-tolerance", "verify_tolerance", type=click.FloatRange(min=0), metavar="REL",
+              help="With --verify: allow differences up to REL times each fetch's largest magnitude "
+                   "(default: derived from the graph's float accumulation depth).")
 @click.option("--strict-fp", is_flag=True, help="Skip rewrites that can change floating-point results.")
 @click.option("--text", is_flag=True, help="Write text format on stdout.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout (needs OUT other than '-').")
@@ -71,7 +78,7 @@ def _verify(original, optimized, fetch_names, feeds_file) -> list[str]:
 @signature_option
 @common_options
 def command(input_path, output_path, fetches, keep, only, skip, list_passes, max_iterations, fold_max_bytes,
-            dump_dir, verify_runs, feeds_file, strict_fp, text, as_json, report, signature):
+            dump_dir, verify_runs, feeds_file, verify_tolerance, strict_fp, text, as_json, report, signature):
     """Optimize IN and write OUT; never changes what the fetched tensors compute."""
     from graphtool.inspect import constant_bytes, graph_outputs
     from graphtool.opt.base import PassContext, registered_passes
@@ -107,11 +114,12 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
     result = optimize(graph, ctx, passes, max_iterations=max_iterations, dump_dir=dump_dir)
     bytes_after = constant_bytes(graph)
 
-    mismatches = []
+    mismatches, tolerance_text = [], ""
     if verify_runs:
-        mismatches = _verify(original, graph, fetch_names, feeds_file)
+        mismatches, tolerance_text = _verify(original, graph, fetch_names, feeds_file, verify_tolerance)
         if mismatches:
-            raise RuntimeFailure("--verify: the optimized graph computes something else: " + "; ".join(mismatches[:3]),
+            raise RuntimeFailure("--verify: the optimized graph computes something else: " + "; ".join(mismatches[:3])
+                                 + f" (tolerance {tolerance_text})",
                                  hint="rerun with --skip to find the pass, and please report it")
     save_graph(graph, output_path, text=text)
 
@@ -124,7 +132,7 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
         console.print(_op_table(ops_before, Counter(n.op for n in graph.nodes)))
         info(f"nodes {nodes_before} -> {len(graph)}, edges {edges_before} -> {count_edges(graph)}, "
              f"constants {bytes_before:,} -> {bytes_after:,} bytes, {result.iterations} iteration(s)"
-             + (f", verified on {feeds_file or 'random feeds'}" if verify_runs else ""))
+             + (f", verified on {feeds_file or 'random feeds'} within {tolerance_text}" if verify_runs else ""))
     if as_json or report:
         emit_report({"command": "optimize", "input": input_path, "output": output_path,
                      "nodes": {"before": nodes_before, "after": len(graph)},
@@ -132,5 +140,6 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
                      "constant_bytes": {"before": bytes_before, "after": bytes_after},
                      "ops": {"before": dict(ops_before), "after": dict(Counter(n.op for n in graph.nodes))},
                      "iterations": result.iterations, "verified": verify_runs and not mismatches,
+                     "verify_tolerance": tolerance_text or None,
                      "passes": [run.__dict__ for run in result.runs]},
                     as_json=as_json, report_path=report)

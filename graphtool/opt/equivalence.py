@@ -59,8 +59,10 @@ def random_feeds(graph: Graph, seed: int = 0, integers: str = "indices") -> dict
 
 
 def differences(original: Graph, optimized: Graph, fetches: list[str], feeds: dict[str, np.ndarray],
-                rtol: float = 1e-5, atol: float = 1e-6) -> list[str]:
-    """One description per fetch whose values differ between the two graphs (empty: equivalent)."""
+                rtol: float = 1e-5, atol: float = 1e-6, tolerances: dict | None = None) -> list[str]:
+    """One description per fetch whose values differ between the two graphs (empty: equivalent).
+    Floats may differ by rtol/atol elementwise plus, where `tolerances` (fetch -> Tolerance, see
+    tolerance.py) names the fetch, its accumulation tolerance relative to the fetch's magnitude."""
     from ..exec.session import Session
 
     before = Session(original, threads=1).run(fetches, feeds, allow_dead=True).values
@@ -77,9 +79,43 @@ def differences(original: Graph, optimized: Graph, fetches: list[str], feeds: di
         elif a.dtype != b.dtype:
             problems.append(f"{name}: dtype {a.dtype} became {b.dtype}")
         elif a.dtype.kind in "fc":
-            if not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
+            spread = tolerances[name].allowed(a) if tolerances and name in tolerances else 0.0
+            if not np.allclose(a, b, rtol=rtol, atol=atol + spread, equal_nan=True):
                 worst = float(np.nanmax(np.abs(a.astype(np.complex128) - b)))
-                problems.append(f"{name}: values differ (max abs diff {worst:.3g})")
-        elif not np.array_equal(a, b):
+                allowed = f", allowed {atol + spread:.3g} + {rtol:.3g}*|value|"
+                problems.append(f"{name}: values differ (max abs diff {worst:.3g}{allowed})")
+        elif a.dtype == object and not _objects_match(a, b, rtol, atol):
+            problems.append(f"{name}: values differ")
+        elif a.dtype != object and not np.array_equal(a, b):
             problems.append(f"{name}: values differ")
     return problems
+
+
+def _objects_match(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> bool:
+    """Object arrays (strings, variants): TensorList values are compared by their elements, which
+    each graph's run holds in its own list objects; anything else by equality."""
+    for x, y in zip(a.reshape(-1), b.reshape(-1)):
+        if hasattr(x, "elements") and hasattr(y, "elements"):
+            if x.element_dtype != y.element_dtype or not _elements_match(x.elements(), y.elements(), rtol, atol):
+                return False
+        elif not (x == y if not isinstance(x, np.ndarray) else np.array_equal(x, y)):
+            return False
+    return True
+
+
+def _elements_match(xs: list, ys: list, rtol: float, atol: float) -> bool:
+    if len(xs) != len(ys):
+        return False
+    for x, y in zip(xs, ys):
+        if x is None or y is None:
+            if (x is None) != (y is None):
+                return False
+            continue
+        x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        same = (np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True) if x.dtype.kind in "fc"
+                else _objects_match(x, y, rtol, atol) if x.dtype == object else np.array_equal(x, y))
+        if not same:
+            return False
+    return True

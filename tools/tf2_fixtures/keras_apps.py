@@ -27,7 +27,7 @@ COMMON = {"weights": None, "input_shape": INPUT, "classes": 10, "classifier_acti
 VARIANCE_FLOOR = 0.05  # near-constant channels would otherwise be scaled up a hundredfold
 
 
-def calibrate_batch_norm(model, rng, low, high):
+def calibrate_batch_norm(model, rng, low, high, shape=INPUT):
     """Batch-norm parameters as a trained model has them: random scales and offsets, and moving
     statistics that are each layer's input statistics on a calibration batch (one training-mode
     pass with momentum 0, after the scales are set, so every layer sees what its predecessors
@@ -40,7 +40,7 @@ def calibrate_batch_norm(model, rng, low, high):
         layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape), rng.normal(0, 0.1, beta.shape),
                            mean, variance])
         layer.momentum = 0.0
-    model(rng.uniform(low, high, (16, *INPUT)).astype(np.float32), training=True)
+    model(rng.uniform(low, high, (16, *shape)).astype(np.float32), training=True)
     for layer in norms:
         layer.momentum = 0.99
         gamma, beta, mean, variance = layer.get_weights()
@@ -55,10 +55,21 @@ def stem_kernel(model):
     raise ValueError("no convolution")
 
 
-def application(make, rng, low=-1.0, high=1.0):
+def spread_logits(model, x, std):
+    """Scale the classifier (the last layer with weights) so the logits on `x` have standard
+    deviation `std`, as a trained ImageNet model's do (about 5): rounding errors are relative to
+    the values summed, so a random model's logits of about 1 would hide a 10x larger drift."""
+    classifier = [layer for layer in model.layers if layer.weights][-1]
+    factor = std / float(np.std(model(x, training=False)))
+    classifier.set_weights([weight * factor for weight in classifier.get_weights()])
+
+
+def application(make, rng, low=-1.0, high=1.0, shape=INPUT, logit_std=None):
     model = make()
-    calibrate_batch_norm(model, rng, low, high)
-    x = rng.uniform(low, high, (2, *INPUT)).astype(np.float32)
+    calibrate_batch_norm(model, rng, low, high, shape)
+    x = rng.uniform(low, high, (2, *shape)).astype(np.float32)
+    if logit_std:
+        spread_logits(model, x, logit_std)
     return frozen_keras_artifact(model, x, lower=True, weight=stem_kernel(model))
 
 
@@ -122,3 +133,31 @@ def keras_nasnet_mobile(rng):
                                              stem_block_filters=8, skip_reduction=False,
                                              filter_multiplier=2, default_size=32,
                                              name="nasnet_mobile", **common), rng)
+
+
+# Numeric fidelity (issue 13): MobileNets as an image classifier ships them, 1,000 logits, at the
+# tolerance a user expects (rtol 1e-4, atol 1e-5). Depthwise convolutions, long 1x1 convolution
+# sums and a 1,000-way classifier are where float32 accumulation order shows.
+IMAGENET = {"weights": None, "classes": 1000, "classifier_activation": None}
+MOBILENET_INPUT = (128, 128, 3)
+IMAGENET_LOGIT_STD = 5.0
+
+
+@case("keras_mobilenet_v1_1000", FAMILY,
+      "keras.applications.MobileNet(alpha=0.25), 128x128 input, 1,000 logits: 13 depthwise "
+      "separable blocks, ReLU6, batch norm (inference), 1x1 convolution classifier scaled to "
+      "ImageNet-like logits (std 5).", slow=True)
+def keras_mobilenet_v1_1000(rng):
+    return application(lambda: keras.applications.MobileNet(
+        alpha=0.25, input_shape=MOBILENET_INPUT, **IMAGENET), rng, shape=MOBILENET_INPUT,
+        logit_std=IMAGENET_LOGIT_STD)
+
+
+@case("keras_mobilenet_v2_1000", FAMILY,
+      "keras.applications.MobileNetV2(alpha=0.35), 128x128 input, 1,000 logits: inverted "
+      "residual blocks with depthwise convolutions, ReLU6, batch norm (inference), a 1280x1000 "
+      "dense classifier scaled to ImageNet-like logits (std 5).", slow=True)
+def keras_mobilenet_v2_1000(rng):
+    return application(lambda: keras.applications.MobileNetV2(
+        alpha=0.35, input_shape=MOBILENET_INPUT, **IMAGENET), rng, shape=MOBILENET_INPUT,
+        logit_std=IMAGENET_LOGIT_STD)

@@ -119,7 +119,9 @@ def conv_backprop_input(xp, grad, filt, window: Window, groups: int, batch: int,
     def tap_gradient(index, _):     # [G, Og, Cg] per tap
         weights = tap_filters[index].transpose(1, 2, 0)
         return _group_matmul(xp, grad_groups, weights).reshape(*grad.shape[:-1], channels)
-    return accumulate_taps(xp, tap_gradient, window, batch, channels, grad.dtype)
+    # TensorFlow's CPU kernel multiplies into columns and folds them back with col2im; adding
+    # the taps last to first sums each input element's terms in the same order.
+    return accumulate_taps(xp, tap_gradient, window, batch, channels, grad.dtype, last_tap_first=True)
 
 
 def conv_backprop_filter(xp, image, grad, window: Window, groups: int, filter_shape):

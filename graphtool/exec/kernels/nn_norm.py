@@ -29,7 +29,12 @@ class Channels:
         return vector.reshape(self.vector_shape)
 
     def mean(self, values):
-        return values.sum(axis=self.reduce_axes) / self.per_channel
+        """The per-channel mean as TensorFlow's CPU kernel takes it: the sum times a rounded
+        1 / count (rest_size_inv), not divided by the count."""
+        return values.sum(axis=self.reduce_axes) * self.inverse_count(values.dtype)
+
+    def inverse_count(self, dtype):
+        return (dtype.type(1) / dtype.type(self.per_channel)) if self.per_channel else dtype.type(float("inf"))
 
     def sum(self, values):
         return values.sum(axis=self.reduce_axes)
@@ -113,9 +118,11 @@ def fused_batch_norm_v3(ctx, x, scale, offset, mean, variance, *, epsilon, expon
 
 def _training_x_backprop(channels: Channels, dy, centered, scale, inverse_std):
     """The input gradient when the statistics came from the batch itself:
-    scale * rsqrt(var + eps) * (dy - mean(dy) - (x - mean) * mean(dy * (x - mean)) / (var + eps))."""
+    scale * rsqrt(var + eps) * (dy - mean(dy) - (x - mean) * mean(dy * (x - mean)) / (var + eps)),
+    rounded as TensorFlow's CPU kernel does: mean(dy) through 1 / count, the other mean divided
+    by the count, and rsqrt squared before it multiplies that mean."""
     dy_mean = channels.mean(dy)
-    correction = channels.mean(dy * centered) * inverse_std * inverse_std
+    correction = (inverse_std * inverse_std) * (channels.sum(dy * centered) / channels.per_channel)
     return channels.spread(scale * inverse_std) * (
         dy - channels.spread(dy_mean) - centered * channels.spread(correction))
 
@@ -133,7 +140,10 @@ def _batch_norm_grad(ctx, y_backprop, x, scale, saved_mean, saved_variance, epsi
     inverse_std = _rsqrt(xp, variance + epsilon)
     centered = x - channels.spread(mean)
     offset_backprop = channels.sum(dy)
-    scale_backprop = channels.sum(dy * centered) * inverse_std
+    if is_training:  # TensorFlow scales each term first in training, the sum in inference
+        scale_backprop = channels.sum(dy * (centered * channels.spread(inverse_std)))
+    else:
+        scale_backprop = channels.sum(dy * centered) * inverse_std
     if is_training:
         x_backprop = _training_x_backprop(channels, dy, centered, scale, inverse_std)
     else:

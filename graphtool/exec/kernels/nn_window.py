@@ -155,11 +155,15 @@ def tap_view(padded, window: Window, tap: tuple[int, ...]):
     return padded[(slice(None), *window.tap_slices(tap), slice(None))]
 
 
-def accumulate_taps(xp, tap_values, window: Window, batch: int, channels: int, dtype):
+def accumulate_taps(xp, tap_values, window: Window, batch: int, channels: int, dtype,
+                    last_tap_first: bool = False):
     """The adjoint of window_view: adds tap_values(i, tap) ([N, *out, C], or broadcastable to it)
-    into the input elements that tap i reads, and returns the unpadded [N, *in, C] sum."""
+    into the input elements that tap i reads, and returns the unpadded [N, *in, C] sum.
+    `last_tap_first` adds the taps in reverse, the order of a col2im that walks the output
+    positions forward (an input element meets the window's last tap at the first output)."""
     padded = xp.zeros((batch, *window.padded_sizes, channels), dtype)
-    for index, tap in enumerate(window.tap_offsets()):
+    taps = list(enumerate(window.tap_offsets()))
+    for index, tap in (reversed(taps) if last_tap_first else taps):
         region = (slice(None), *window.tap_slices(tap), slice(None))
         padded[region] += tap_values(index, tap)
     return xp.ascontiguousarray(crop_padding(padded, window))
