@@ -17,7 +17,8 @@ import numpy as np
 
 from .nn_common import (batch_and_channel_entries, check_supported_format, from_channels_last, host_ints,
                         lowest, shape_text, spatial_entries, to_channels_last, upcast)
-from .nn_window import Window, accumulate_taps, explicit_pads, make_window, pad_spatial, tap_view
+from .nn_window import (Window, accumulate_taps, explicit_pads, make_window, pad_spatial, tap_view,
+                        windowed_average)
 from .registry import kernel
 
 
@@ -201,14 +202,8 @@ def _avg_pool_window(ctx, in_shape, ksize, strides, padding, data_format) -> Win
 
 @kernel("AvgPool", expensive=True)
 def avg_pool(ctx, value, *, ksize, strides, padding, data_format):
-    xp = ctx.xp
     window = _avg_pool_window(ctx, value.shape, ksize, strides, padding, data_format)
-    padded = pad_spatial(xp, to_channels_last(xp, upcast(value), data_format), window)
-    total = xp.zeros((padded.shape[0], *window.out_sizes, padded.shape[-1]), padded.dtype)
-    for tap in window.tap_offsets():
-        total += tap_view(padded, window, tap)
-    result = total / window.valid_counts(xp, total.dtype)
-    return from_channels_last(xp, result, data_format).astype(ctx.out_dtype(0), copy=False)
+    return windowed_average(ctx, value, window, data_format)
 
 
 @kernel("AvgPoolGrad", expensive=True)

@@ -16,7 +16,7 @@ import numpy as np
 from .nn_common import (batch_and_channel_entries, from_channels_last, host_ints, lowest, shape_text,
                         spatial_entries, to_channels_last, upcast)
 from .nn_conv import ConvAttrs, conv_backprop_filter, conv_backprop_input, group_count
-from .nn_window import Window, accumulate_taps, make_window, pad_spatial, tap_view
+from .nn_window import Window, accumulate_taps, make_window, pad_spatial, tap_view, windowed_average
 from .registry import kernel
 
 # MaxPool3DGrad's tie tolerance: TensorFlow's CPU kernel compares |input - max| < 1e-5.
@@ -71,14 +71,8 @@ def max_pool3d_grad(ctx, orig_input, orig_output, grad, *, ksize, strides, paddi
 
 @kernel("AvgPool3D", expensive=True)
 def avg_pool3d(ctx, image, *, ksize, strides, padding, data_format):
-    xp = ctx.xp
     window = _window(ctx, image.shape, ksize, strides, padding, data_format)
-    padded = pad_spatial(xp, to_channels_last(xp, upcast(image), data_format), window)
-    total = xp.zeros((padded.shape[0], *window.out_sizes, padded.shape[-1]), padded.dtype)
-    for tap in window.tap_offsets():
-        total += tap_view(padded, window, tap)
-    result = total / window.valid_counts(xp, total.dtype)
-    return from_channels_last(xp, result, data_format).astype(ctx.out_dtype(0), copy=False)
+    return windowed_average(ctx, image, window, data_format)
 
 
 @kernel("AvgPool3DGrad", expensive=True)

@@ -15,7 +15,7 @@ from math import prod
 
 import numpy as np
 
-from .nn_common import spatial_entries
+from .nn_common import from_channels_last, spatial_entries, to_channels_last, upcast
 
 # Convolutions unroll their windows (im2col) in blocks of about this size: it bounds the memory
 # an im2col takes and keeps the copy and the matmul in cache (measured: 1-4 MiB blocks run
@@ -181,3 +181,15 @@ def output_blocks(window: Window, batch: int, bytes_per_output: int) -> list[tup
     per_block = max(1, CHUNK_BYTES // row_bytes)
     return [(slice(image, image + 1), slice(start, min(start + per_block, rows)))
             for image in range(batch) for start in range(0, rows, per_block)]
+
+
+def windowed_average(ctx, value, window: Window, data_format: str):
+    """AvgPool in any number of spatial dims: each window's mean over the taps inside the input
+    (padding does not count), summed tap by tap in float32 or wider as TensorFlow does."""
+    xp = ctx.xp
+    padded = pad_spatial(xp, to_channels_last(xp, upcast(value), data_format), window)
+    total = xp.zeros((padded.shape[0], *window.out_sizes, padded.shape[-1]), padded.dtype)
+    for tap in window.tap_offsets():
+        total += tap_view(padded, window, tap)
+    result = total / window.valid_counts(xp, total.dtype)
+    return from_channels_last(xp, result, data_format).astype(ctx.out_dtype(0), copy=False)
