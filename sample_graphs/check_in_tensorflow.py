@@ -1,6 +1,6 @@
 """Load every sample graph into TensorFlow and run it on its feeds (needs tensorflow; not a test).
 
-    /work/tfenv/bin/python sample_graphs/check_in_tensorflow.py [NAME ...]
+    $TF_PYTHON sample_graphs/check_in_tensorflow.py [NAME ...]
 
 Shows that the GraphDefs graphtool writes are TensorFlow GraphDefs: each file is parsed with
 TensorFlow's own GraphDef proto, imported with tf.compat.v1.import_graph_def (the v1 control flow

@@ -1,6 +1,6 @@
 """Run the gradient graphs `dftool grad` writes inside TensorFlow (needs tensorflow; not a test).
 
-    /work/tfenv/bin/python tools/check_grads_in_tensorflow.py [CASE ...] [--dftool .venv/bin/dftool]
+    $TF_PYTHON tools/check_grads_in_tensorflow.py [CASE ...] [--dftool .venv/bin/dftool]
 
 For every TensorFlow fixture that records `tf.gradients` values (case.json "gradients";
 tools/tf_fixtures/grad_reference.py), `dftool grad` differentiates the forward-only graph.pb

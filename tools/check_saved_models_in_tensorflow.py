@@ -1,6 +1,6 @@
 """Run the frozen graphs dftool makes from SavedModels inside TensorFlow (needs tensorflow; not a test).
 
-    /path/to/tfenv/bin/python tools/check_saved_models_in_tensorflow.py [CASE ...] [--no-optimize]
+    $TF_PYTHON tools/check_saved_models_in_tensorflow.py [CASE ...] [--no-optimize]
         [--dftool .venv/bin/dftool]
 
 For every SavedModel fixture (tests/fixtures/saved_models, made by make_saved_model_fixtures.py)

@@ -1,7 +1,7 @@
 """Record what TensorFlow's Grappler makes of every fixture graph: the bar `dftool optimize` must meet.
 
-    TF_CPP_MIN_LOG_LEVEL=3 /work/tfenv/bin/python tools/grappler_counts.py            # every case
-    TF_CPP_MIN_LOG_LEVEL=3 /work/tfenv/bin/python tools/grappler_counts.py --only cond --print
+    TF_CPP_MIN_LOG_LEVEL=3 $TF_PYTHON tools/grappler_counts.py            # every case
+    TF_CPP_MIN_LOG_LEVEL=3 $TF_PYTHON tools/grappler_counts.py --only cond --print
 
 For each case in tests/fixtures/tf/<case>/ (graph.pb, case.json) this runs Grappler's meta-optimizer
 (tensorflow.python.grappler.tf_optimizer.OptimizeGraph) the way a Session does before the first run:

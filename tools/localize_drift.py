@@ -5,7 +5,7 @@ float32 eps relative to the op's largest output magnitude. A whole-graph compari
 a kernel that differs from one that merely passes on (and amplifies) its inputs' drift.
 
     # 1. every float32 tensor TensorFlow computes (oneDNN off), in TensorFlow's environment:
-    /path/to/tfenv/bin/python tools/measure_tf_drift.py tests/fixtures/tf2/keras_efficientnet_b0 --dump all.npz
+    $TF_PYTHON tools/measure_tf_drift.py tests/fixtures/tf2/keras_efficientnet_b0 --dump all.npz
     # 2. replay each op in dftool (the project's environment):
     python tools/localize_drift.py tests/fixtures/tf2/keras_efficientnet_b0 all.npz
 

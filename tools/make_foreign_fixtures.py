@@ -26,7 +26,7 @@ Writes, with the real tools that produce each format (no downloads, fixed seeds,
 
 Run it with a Python that has TensorFlow, Keras and onnx (the tests never import them), e.g.
 
-    /path/to/tfenv/bin/python tools/make_foreign_fixtures.py
+    $TF_PYTHON tools/make_foreign_fixtures.py
 
 Files whose bytes embed a time stamp or a host name (Keras archives, event files, SavedModels)
 are still tiny and semantically stable; only their names and kinds matter to the tests.

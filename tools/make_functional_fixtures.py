@@ -12,7 +12,7 @@ dftool's `lower` tests, under tests/fixtures/functional/<case>/:
 
 Run with a TensorFlow environment (dftool itself never imports TensorFlow), e.g.
 
-    ~/tfenv/bin/python tools/make_functional_fixtures.py
+    $TF_PYTHON tools/make_functional_fixtures.py
 
 Weights are constants made inside the functions (Const nodes, nothing to freeze); every case has a
 fixed seed.

@@ -3,8 +3,8 @@
 
 Run it with a TensorFlow 2 environment (dftool and its tests never import TensorFlow), e.g.
 
-    /path/to/tfenv/bin/python tools/make_saved_model_fixtures.py            # everything
-    /path/to/tfenv/bin/python tools/make_saved_model_fixtures.py --only tf1_resource
+    $TF_PYTHON tools/make_saved_model_fixtures.py            # everything
+    $TF_PYTHON tools/make_saved_model_fixtures.py --only tf1_resource
 
 Writes, under tests/fixtures/saved_models/:
 

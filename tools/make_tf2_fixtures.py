@@ -16,9 +16,9 @@ case-directory layout and .npz conventions (see tools/README_fixtures.md), writt
 
 Run with a TensorFlow 2.21 venv (the project itself never needs TensorFlow), e.g.
 
-    /work/tfenv/bin/python tools/make_tf2_fixtures.py                  # every case
-    /work/tfenv/bin/python tools/make_tf2_fixtures.py --only tf2_while
-    /work/tfenv/bin/python tools/make_tf2_fixtures.py --list
+    $TF_PYTHON tools/make_tf2_fixtures.py                  # every case
+    $TF_PYTHON tools/make_tf2_fixtures.py --only tf2_while
+    $TF_PYTHON tools/make_tf2_fixtures.py --list
 
 Every case is built in a fresh Python process (with PYTHONHASHSEED=0): TensorFlow names functions
 and Keras names layers with process-wide counters, and freezing walks Python sets, so only a fresh

@@ -20,11 +20,11 @@ and ``tests/fixtures/tf/manifest.json`` listing every case and the TensorFlow ve
 
 Run it with the TensorFlow venv (the project itself never needs TensorFlow):
 
-    /work/tfenv/bin/python tools/make_tf_fixtures.py                 # every case
-    /work/tfenv/bin/python tools/make_tf_fixtures.py --only cond while_loop
-    /work/tfenv/bin/python tools/make_tf_fixtures.py --only $(/work/tfenv/bin/python \
+    $TF_PYTHON tools/make_tf_fixtures.py                 # every case
+    $TF_PYTHON tools/make_tf_fixtures.py --only cond while_loop
+    $TF_PYTHON tools/make_tf_fixtures.py --only $($TF_PYTHON \
         tools/make_tf_fixtures.py --list | awk '$2 == "grad_reference" {print $1}')
-    /work/tfenv/bin/python tools/make_tf_fixtures.py --list
+    $TF_PYTHON tools/make_tf_fixtures.py --list
 
 Each generated case directory is deleted and rewritten; a full run also removes case directories
 no longer registered. The output is deterministic: every case has its own seed, sessions run

@@ -13,9 +13,9 @@ fixtures are recorded with); tools/localize_drift.py replays each op on those in
 and reports which kernels round differently. --graph runs another GraphDef on the case's feeds
 (e.g. one `dftool grad` wrote, to localize gradient drift).
 
-    /path/to/tfenv/bin/python tools/measure_tf_drift.py tests/fixtures/tf2/keras_mobilenet_v2_1000
-    /path/to/tfenv/bin/python tools/measure_tf_drift.py CASE_DIR --dftool out.npz
-    /path/to/tfenv/bin/python tools/measure_tf_drift.py CASE_DIR --graph grad.pb --dump all.npz
+    $TF_PYTHON tools/measure_tf_drift.py tests/fixtures/tf2/keras_mobilenet_v2_1000
+    $TF_PYTHON tools/measure_tf_drift.py CASE_DIR --dftool out.npz
+    $TF_PYTHON tools/measure_tf_drift.py CASE_DIR --graph grad.pb --dump all.npz
 """
 import argparse
 import json
