@@ -18,7 +18,7 @@ import numpy as np
 from .nn_common import (batch_and_channel_entries, check_supported_format, from_channels_last, host_ints,
                         lowest, shape_text, spatial_entries, to_channels_last, upcast)
 from .nn_window import (Window, accumulate_taps, explicit_pads, make_window, pad_spatial, tap_view,
-                        windowed_average)
+                        windowed_average, windowed_average_grad)
 from .registry import kernel
 
 
@@ -215,6 +215,4 @@ def avg_pool_grad(ctx, orig_input_shape, grad, *, ksize, strides, padding, data_
     grad_last = to_channels_last(xp, upcast(grad), data_format)
     batch, channels = batch_and_channel_entries(in_shape, data_format)
     _check_grad_shape(ctx, grad_last, (batch, *window.out_sizes, channels))
-    share = grad_last / window.valid_counts(xp, grad_last.dtype)
-    result = accumulate_taps(xp, lambda index, _: share, window, batch, channels, share.dtype)
-    return from_channels_last(xp, result, data_format).astype(ctx.out_dtype(0), copy=False)
+    return windowed_average_grad(ctx, grad_last, window, batch, channels, data_format)

@@ -16,7 +16,8 @@ import numpy as np
 from .nn_common import (batch_and_channel_entries, from_channels_last, host_ints, lowest, shape_text,
                         spatial_entries, to_channels_last, upcast)
 from .nn_conv import ConvAttrs, conv_backprop_filter, conv_backprop_input, group_count
-from .nn_window import Window, accumulate_taps, make_window, pad_spatial, tap_view, windowed_average
+from .nn_window import (Window, accumulate_taps, make_window, pad_spatial, tap_view, windowed_average,
+                        windowed_average_grad)
 from .registry import kernel
 
 # MaxPool3DGrad's tie tolerance: TensorFlow's CPU kernel compares |input - max| < 1e-5.
@@ -85,9 +86,7 @@ def avg_pool3d_grad(ctx, orig_input_shape, grad, *, ksize, strides, padding, dat
     expected = (batch, *window.out_sizes, channels)
     if tuple(grad_last.shape) != expected:
         ctx.fail(f"Expected grad shape to be {shape_text(expected)}, but got {shape_text(grad_last.shape)}")
-    share = grad_last / window.valid_counts(xp, grad_last.dtype)
-    result = accumulate_taps(xp, lambda index, _: share, window, batch, channels, share.dtype)
-    return from_channels_last(xp, result, data_format).astype(ctx.out_dtype(0), copy=False)
+    return windowed_average_grad(ctx, grad_last, window, batch, channels, data_format)
 
 
 def _check_rank5(ctx, **tensors):

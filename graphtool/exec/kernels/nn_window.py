@@ -193,3 +193,12 @@ def windowed_average(ctx, value, window: Window, data_format: str):
         total += tap_view(padded, window, tap)
     result = total / window.valid_counts(xp, total.dtype)
     return from_channels_last(xp, result, data_format).astype(ctx.out_dtype(0), copy=False)
+
+
+def windowed_average_grad(ctx, grad_last, window: Window, batch: int, channels: int, data_format: str):
+    """The gradient of windowed_average: each window's gradient (channels last) is shared equally
+    among its taps inside the input."""
+    xp = ctx.xp
+    share = grad_last / window.valid_counts(xp, grad_last.dtype)
+    result = accumulate_taps(xp, lambda index, _: share, window, batch, channels, share.dtype)
+    return from_channels_last(xp, result, data_format).astype(ctx.out_dtype(0), copy=False)
