@@ -15,11 +15,9 @@ from .dtypes import DType
 from .errors import InvalidGraphError
 from .ir import Graph, Node, TensorRef
 from .ops import opaque, registry
-from .ops.inference import HandleData, InferenceContext, PerOutput, relax
+from .ops.inference import MAX_VALUE_ELEMENTS, HandleData, InferenceContext, PerOutput, may_build, relax
 from .shapes import Shape, ShapeError
 
-# Values bigger than this are not carried through inference (they only matter for shapes).
-_MAX_VALUE_ELEMENTS = 4096
 _MAX_SWEEPS = 8
 # Ops whose output k is their input k (or input 0) passed along: a handle keeps its HandleData
 # through them. ZerosLike and AddN of TensorList variants keep their inputs' element shape and
@@ -153,6 +151,9 @@ def _infer_value(spec, ctx: InferenceContext, shapes: list[Shape]) -> list[np.nd
     """Static values of the outputs (None where unknown or too big to be worth carrying)."""
     if spec.value_fn is None or not shapes:
         return []
+    # Outputs known to be too big are never built: a Fill or Tile claiming terabytes costs nothing.
+    if not any(shape.num_elements() is None or may_build(shape.num_elements()) for shape in shapes):
+        return []
     value = spec.value_fn(ctx)
     values = list(value) if isinstance(value, PerOutput) else [value]
     return [_as_value(v, shape, dtype) for v, shape, dtype in zip(values, shapes, ctx.output_dtypes)]
@@ -160,9 +161,11 @@ def _infer_value(spec, ctx: InferenceContext, shapes: list[Shape]) -> list[np.nd
 
 def _as_value(value, shape: Shape, dtype: DType) -> np.ndarray | None:
     count = shape.num_elements()
-    if value is None or (count is not None and count > _MAX_VALUE_ELEMENTS):
+    if value is None or (count is not None and count > MAX_VALUE_ELEMENTS):
         return None
     value = np.asarray(value)
+    if value.size > MAX_VALUE_ELEMENTS:
+        return None
     if value.dtype == object and all(v is not None for v in value.ravel()):
         value = value.astype(dtype.numpy if dtype.numpy is not None else object)
     return value

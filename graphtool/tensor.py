@@ -3,12 +3,18 @@
 TensorFlow stores a tensor either as `tensor_content` (raw little-endian bytes) or in the typed
 repeated field for its dtype. A typed field may hold fewer values than the shape has elements: the
 last value then fills the rest (one value stands for a whole constant-filled tensor).
+
+Such a "filled" tensor can claim gigabytes in a few bytes of graph, so its size is always read from
+the header first (`header`, `decoded_nbytes`): code that only needs dtype and shape never decodes,
+and `to_ndarray` refuses to expand one beyond `limits.current().max_tensor_bytes`. A tensor stored in
+full (tensor_content, or a value per element) decodes to about its stored size, which the input-size
+bound already limits.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, limits
 from .dtypes import DType
 from .errors import InvalidGraphError
 from .proto.tensor_pb2 import TensorProto
@@ -37,40 +43,14 @@ _VALUE_FIELD = {
     dtypes.variant: "variant_val",
 }
 _FLOAT8 = {d for d in dtypes.DType._by_name.values() if d.name.startswith("float8_")}
-# A compactly stored tensor (one value filling its shape) may claim any size; refuse to expand one
-# bigger than this, so a crafted file gives a clean error rather than exhausting memory.
-MAX_EXPANDED_BYTES = 1 << 32
+# TensorFlow's TensorShape keeps the element count in an int64; a claim beyond that is not a shape.
+_MAX_ELEMENTS = (1 << 63) - 1
+# Bytes per element of a decoded string/variant tensor (one object reference each, at least).
+_OBJECT_ITEMSIZE = 8
 
 
-def check_header(proto: TensorProto, where: str = "tensor") -> None:
-    """Validate dtype and shape (and the byte count of tensor_content) without decoding values."""
-    dtype = dtypes.from_enum(proto.dtype).base
-    if dtype is dtypes.INVALID:
-        raise InvalidGraphError(f"{where}: tensor has no dtype")
-    if proto.tensor_shape.unknown_rank:
-        raise InvalidGraphError(f"{where}: tensor has unknown rank")
-    shape = [d.size for d in proto.tensor_shape.dim]
-    if any(d < 0 for d in shape):
-        raise InvalidGraphError(f"{where}: tensor shape {shape} has a negative dim")
-    count = 1
-    for d in shape:
-        count *= d
-    if dtype.numpy is not None and count * dtype.itemsize > MAX_EXPANDED_BYTES:
-        raise InvalidGraphError(f"{where}: tensor of shape {shape} ({dtype}) would take "
-                                f"{count * dtype.itemsize:,} bytes")
-    if proto.tensor_content and dtype.numpy is not None and dtype is not dtypes.string:
-        if len(proto.tensor_content) != count * dtype.numpy.itemsize:
-            raise InvalidGraphError(f"{where}: tensor_content has {len(proto.tensor_content)} bytes, "
-                                    f"shape {shape} of {dtype} needs {count * dtype.numpy.itemsize}")
-
-
-def _storage(dtype: DType) -> np.dtype:
-    """The little-endian numpy dtype a tensor of `dtype` is stored as."""
-    return dtype.numpy.newbyteorder("<") if dtype.numpy.byteorder not in "|" else dtype.numpy
-
-
-def to_ndarray(proto: TensorProto, where: str = "tensor") -> np.ndarray:
-    """Decode a TensorProto. `where` names the node/attr in error messages."""
+def header(proto: TensorProto, where: str = "tensor") -> tuple[DType, tuple[int, ...], int]:
+    """(dtype, shape, element count) from the header alone, validated; never decodes values."""
     dtype = dtypes.from_enum(proto.dtype).base
     if dtype is dtypes.INVALID:
         raise InvalidGraphError(f"{where}: tensor has no dtype")
@@ -79,8 +59,84 @@ def to_ndarray(proto: TensorProto, where: str = "tensor") -> np.ndarray:
     shape = tuple(d.size for d in proto.tensor_shape.dim)
     if any(d < 0 for d in shape):
         raise InvalidGraphError(f"{where}: tensor shape {list(shape)} has a negative dim")
+    count = 1
+    for d in shape:
+        count *= d
+    if count > _MAX_ELEMENTS:
+        raise InvalidGraphError(f"{where}: tensor shape {list(shape)} has more than 2^63 elements")
+    return dtype, shape, count
+
+
+def _stored_count(proto: TensorProto, dtype: DType) -> int:
+    """How many values the typed field holds (complex ones are stored as (real, imag) pairs)."""
+    if dtype in _FLOAT8:
+        return len(proto.float8_val)
+    field = _VALUE_FIELD.get(dtype)
+    if field is None:
+        return 0
+    stored = len(getattr(proto, field))
+    return stored // 2 if field in ("scomplex_val", "dcomplex_val") else stored
+
+
+def _itemsize(dtype: DType) -> int:
+    if dtype is dtypes.string or dtype.numpy is None or dtype._kind == "other":
+        return _OBJECT_ITEMSIZE
+    return dtype.numpy.itemsize
+
+
+def decoded_nbytes(proto: TensorProto, where: str = "tensor") -> int:
+    """Bytes the decoded array takes (object references for strings), from the header."""
+    dtype, _, count = header(proto, where)
+    return count * _itemsize(dtype)
+
+
+def expanded_nbytes(proto: TensorProto, where: str = "tensor") -> int:
+    """Bytes decoding would create beyond what the proto stores: 0 for a tensor stored in full
+    (tensor_content, or one value per element), else its decoded size (a filled tensor)."""
+    dtype, _, count = header(proto, where)
+    if count == 0 or proto.tensor_content or _stored_count(proto, dtype) >= count:
+        return 0
+    return count * _itemsize(dtype)
+
+
+def check_header(proto: TensorProto, where: str = "tensor") -> None:
+    """Validate dtype and shape (and the byte count of tensor_content, the number of typed values)
+    without decoding values. A filled tensor of any claimed size passes: TensorFlow accepts one,
+    and only code that decodes it (running the graph) is bounded by max_tensor_bytes."""
+    dtype, shape, count = header(proto, where)
+    if proto.tensor_content and dtype.numpy is not None and dtype is not dtypes.string:
+        if len(proto.tensor_content) != count * dtype.numpy.itemsize:
+            raise InvalidGraphError(f"{where}: tensor_content has {len(proto.tensor_content)} bytes, "
+                                    f"shape {list(shape)} of {dtype} needs {count * dtype.numpy.itemsize}")
+    elif _stored_count(proto, dtype) > count:
+        raise InvalidGraphError(f"{where}: {_stored_count(proto, dtype)} values for shape {list(shape)}")
+
+
+def check_decodable(proto: TensorProto, where: str = "tensor") -> None:
+    """InvalidGraphError unless decoding `proto` stays within max_tensor_bytes (a filled tensor's
+    claimed size; one stored in full is bounded by the input size already)."""
+    expanded = expanded_nbytes(proto, where)
+    bound = limits.current().max_tensor_bytes
+    if expanded > bound:
+        dtype, shape, _ = header(proto, where)
+        raise InvalidGraphError(
+            f"{where}: a {dtype} tensor of shape {list(shape)} filled from {_stored_count(proto, dtype)} "
+            f"stored value(s) would take {limits.describe_bytes(expanded)}, above the tensor size limit "
+            f"of {limits.describe_bytes(bound)}",
+            hint="raise it with --max-tensor-bytes or DFTOOL_MAX_TENSOR_BYTES if the graph is trusted")
+
+
+def _storage(dtype: DType) -> np.dtype:
+    """The little-endian numpy dtype a tensor of `dtype` is stored as."""
+    return dtype.numpy.newbyteorder("<") if dtype.numpy.byteorder not in "|" else dtype.numpy
+
+
+def to_ndarray(proto: TensorProto, where: str = "tensor") -> np.ndarray:
+    """Decode a TensorProto. `where` names the node/attr in error messages. A filled tensor is
+    expanded only within limits.current().max_tensor_bytes (InvalidGraphError beyond)."""
+    dtype, shape, count = header(proto, where)
     check_header(proto, where)
-    count = int(np.prod(shape, dtype=np.int64))
+    check_decodable(proto, where)
     if dtype.numpy is None:
         raise InvalidGraphError(f"{where}: dtype {dtype} is not supported")
 

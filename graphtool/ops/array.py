@@ -19,7 +19,7 @@ from .array_common import (INDEX_TYPES_INT32, add_dims, divide_dim, element_coun
                            knows_nothing, merge_dims, multiply_dims, partial_or_unknown,
                            partial_vector, register, replace_dim, scalar_int, shape_tensor,
                            shape_value, subshape)
-from .inference import InferenceContext, merge_all, normalize_axis, scalar
+from .inference import InferenceContext, element_product, may_build, merge_all, normalize_axis, scalar
 
 
 def _passthrough_value(ctx: InferenceContext):
@@ -193,8 +193,10 @@ def _concat_shape(ctx: InferenceContext) -> Shape:
 def _concat_value(ctx: InferenceContext):
     values, axis_slot = _concat_layout(ctx)
     axis = scalar_int(ctx, axis_slot)
+    if axis is None or not may_build(*(ctx.shape(i).num_elements() for i in values)):
+        return None
     parts = [partial_or_unknown(ctx, i) for i in values]
-    if axis is None or any(p is None for p in parts):
+    if any(p is None for p in parts):
         return None
     joined = np.concatenate(parts, axis=axis)
     return None if knows_nothing(joined) else joined
@@ -306,6 +308,8 @@ def _pack_shape(ctx: InferenceContext) -> Shape:
 
 
 def _pack_value(ctx: InferenceContext):
+    if not may_build(*(ctx.shape(i).num_elements() for i in range(ctx.num_inputs))):
+        return None
     parts = [partial_or_unknown(ctx, i) for i in range(ctx.num_inputs)]
     if any(p is None for p in parts):
         return None
@@ -343,6 +347,8 @@ def _tile_shape(ctx: InferenceContext) -> Shape:
 def _tile_value(ctx: InferenceContext):
     data, multiples = ctx.partial_value(0), ctx.int_list(1)
     if data is None or multiples is None or min(multiples, default=0) < 0:
+        return None
+    if not may_build(element_product([data.size, *multiples])):
         return None
     return np.tile(data, multiples)
 

@@ -9,7 +9,7 @@ import numpy as np
 from ..shapes import Shape, ShapeError, broadcast_shapes
 from .array_common import (INDEX_TYPES_INT32, add_dims, per_output, merge_dims, partial_vector,
                            register, scalar_int, shape_tensor, shape_value, subtract_dims)
-from .inference import InferenceContext, unchanged
+from .inference import InferenceContext, element_product, may_build, unchanged
 
 
 # --- Pad, PadV2, MirrorPad, MirrorPadGrad ---------------------------------------------------------
@@ -58,7 +58,9 @@ def _fill_shape(ctx: InferenceContext) -> Shape:
 
 def _fill_value(ctx: InferenceContext):
     shape, fill = _fill_shape(ctx), ctx.value(1)
-    return None if fill is None or not shape.fully_defined else np.full(shape.dims, fill)
+    if fill is None or not shape.fully_defined or not may_build(element_product(shape.dims)):
+        return None
+    return np.full(shape.dims, fill)
 
 
 def _empty_shape(ctx: InferenceContext) -> Shape:
@@ -92,7 +94,10 @@ def _range_value(ctx: InferenceContext):
     start, limit, delta = (ctx.value(i) for i in range(3))
     if start is None or limit is None or delta is None:
         return None
-    indices = np.arange(_range_length(ctx, start, limit, delta)).astype(start.dtype)
+    length = _range_length(ctx, start, limit, delta)  # from (limit - start) / delta: no array yet
+    if not may_build(length):
+        return None
+    indices = np.arange(length).astype(start.dtype)
     return (start + indices * delta).astype(start.dtype)  # start + i * delta, as the kernel does
 
 
@@ -109,6 +114,8 @@ def _constant_like_value(fill: int):
     def value(ctx: InferenceContext):
         shape, dtype = ctx.shape(0), ctx.output_dtypes[0]
         if not shape.fully_defined or not (dtype.is_numeric or dtype.is_bool):
+            return None
+        if not may_build(element_product(shape.dims)):
             return None
         return np.full(shape.dims, fill, dtype=dtype.numpy)
     return value
@@ -131,7 +138,9 @@ def _broadcast_to_shape(ctx: InferenceContext) -> Shape:
 
 def _broadcast_to_value(ctx: InferenceContext):
     data, target = ctx.partial_value(0), ctx.int_list(1)
-    return None if data is None or target is None else np.broadcast_to(data, target)
+    if data is None or target is None or not may_build(element_product(target)):
+        return None
+    return np.broadcast_to(data, target)
 
 
 def _broadcast_args_shape(ctx: InferenceContext) -> Shape:

@@ -16,7 +16,7 @@ from ..shapes import Shape, ShapeError
 from .array_common import (INDEX_TYPES, INDEX_TYPES_INT32, element_count, knows_nothing, merge_dims,
                            merge_prefix, partial_or_unknown, register, scalar_int,
                            shape_tensor, subshape, subtract_dims)
-from .inference import InferenceContext
+from .inference import InferenceContext, element_product, may_build
 
 # --- Slice ----------------------------------------------------------------------------------------
 
@@ -270,6 +270,8 @@ def _gathered(params: np.ndarray | None, indices: np.ndarray | None, axis: int):
     axis %= params.ndim
     if indices.size and not (0 <= indices.min() and indices.max() < params.shape[axis]):
         return None  # the kernel reports bad indices when it runs
+    if not may_build(element_product([indices.size, *params.shape[:axis], *params.shape[axis + 1:]])):
+        return None
     return np.take(params, indices.astype(np.int64), axis=axis)
 
 
@@ -362,7 +364,7 @@ def _dynamic_stitch_value(ctx: InferenceContext):
     [range(rank), axes] and [Shape(x), ones]: the result is a partial shape vector."""
     count = ctx.attr("N")
     shape = _dynamic_stitch_shape(ctx)
-    if not shape.fully_defined:
+    if not shape.fully_defined or not may_build(element_product(shape.dims)):
         return None
     merged = np.full(shape.dims, None, dtype=object)
     for i in range(count):

@@ -1,17 +1,35 @@
 """Sources, identities and call-frame ops: Const, Placeholder, Identity, NoOp, _Arg, _Retval, ..."""
 from __future__ import annotations
 
+from .. import tensor
+from ..errors import InvalidGraphError
 from ..shapes import Shape
-from .inference import InferenceContext, no_outputs, unchanged
+from .inference import InferenceContext, may_build, no_outputs, unchanged
 from .registry import register
 
 
+def _value_proto(ctx: InferenceContext):
+    where = f"node '{ctx.node.name}' attr 'value'"
+    if "value" not in ctx.node.attrs:
+        raise KeyError(f"{where} is missing")
+    return ctx.node.attrs["value"].tensor, where
+
+
 def _const_shape(ctx: InferenceContext) -> Shape:
-    return Shape(ctx.attr("value").shape)
+    # From the header: a filled constant may claim gigabytes, and its shape is all inference needs.
+    proto, where = _value_proto(ctx)
+    try:
+        return Shape(tensor.header(proto, where)[1])
+    except InvalidGraphError as exc:  # verify() rejects it; inference marks only this node
+        ctx.fail(str(exc))
 
 
 def _const_value(ctx: InferenceContext):
-    return ctx.attr("value")
+    proto, where = _value_proto(ctx)
+    try:
+        return tensor.to_ndarray(proto, where) if may_build(tensor.header(proto, where)[2]) else None
+    except InvalidGraphError as exc:
+        ctx.fail(str(exc))
 
 
 def _placeholder_shape(ctx: InferenceContext) -> Shape:

@@ -6,6 +6,11 @@ A value function returns the (partial) value of output 0 as a numpy array: numer
 known, dtype=object with None entries when only partly known; or None when nothing is known.
 Ops with several outputs (ShapeN, Split, BroadcastGradientArgs) return PerOutput([...]) with one
 such value per output.
+
+Values are small by design (shape vectors, axes, sizes): a value function that creates an array
+from sizes (Fill, Range, Tile, BroadcastTo, Concat, ...) first asks `may_build(count)` with the
+element count it computed from shapes and input values, so that a few bytes of graph claiming a
+huge tensor cost nothing; the engine also skips value functions whose output shapes are too big.
 """
 from __future__ import annotations
 
@@ -13,6 +18,33 @@ import numpy as np
 
 from ..dtypes import DType
 from ..shapes import Shape, ShapeError, broadcast_shapes
+
+
+# Values bigger than this are not carried through inference (they only matter for their shapes).
+MAX_VALUE_ELEMENTS = 4096
+
+
+def may_build(*counts: int | None) -> bool:
+    """Whether a value of `counts` elements in all (products of known dims; None = unknown) may be
+    materialised during inference. Call it before creating the array, never after."""
+    return all(c is not None and c >= 0 for c in counts) and sum(counts) <= MAX_VALUE_ELEMENTS
+
+
+def element_product(dims) -> int | None:
+    """The element count of integer `dims` (None if one is unknown or negative); once past
+    MAX_VALUE_ELEMENTS it stops multiplying and returns a count that is merely too big, so that
+    thousands of huge dims never make a huge integer."""
+    dims = list(dims)
+    if any(d is None or int(d) < 0 for d in dims):
+        return None
+    if any(int(d) == 0 for d in dims):
+        return 0
+    total = 1
+    for dim in dims:
+        total *= int(dim)
+        if total > MAX_VALUE_ELEMENTS:
+            break
+    return total
 
 
 class PerOutput(list):

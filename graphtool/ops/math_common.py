@@ -18,7 +18,7 @@ import numpy as np
 
 from ..dtypes import DType
 from ..shapes import Shape, ShapeError, broadcast_shapes
-from .inference import InferenceContext
+from .inference import InferenceContext, element_product, may_build
 from .registry import register
 
 register_math = functools.partial(register, family="math")
@@ -86,6 +86,11 @@ def elementwise_value(function, *, arity: int | None = None, nonzero_divisor: bo
         if inputs is None or not evaluable(ctx.output_dtypes[0]):
             return None
         numbers = [n for n, _ in inputs]
+        try:  # broadcasting [4096, 1] against [1, 4096] would make 16M elements from 8K
+            if not may_build(element_product(np.broadcast_shapes(*(n.shape for n in numbers)))):
+                return None
+        except ValueError:
+            return None  # incompatible shapes: the shape function reports them
         known = functools.reduce(np.logical_and, [k for _, k in inputs])
         if nonzero_divisor and ctx.dtype(1).is_integer:
             known = known & (numbers[1] != 0)
