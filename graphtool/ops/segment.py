@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from functools import partial
 
+import numpy as np
+
 from ..shapes import Shape, ShapeError
 from . import registry
 from .array_common import INDEX_TYPES, INDEX_TYPES_INT32, merge_dims, merge_prefix, scalar_dim, subshape
@@ -36,8 +38,16 @@ def _unsorted_segment_shape(ctx: InferenceContext) -> Shape:
 def _segment_shape(ctx: InferenceContext) -> Shape:
     data = ctx.with_rank_at_least(0, 1)
     ctx.with_rank(1, 1)
-    # The number of segments is the largest id + 1: known only when the graph runs.
-    return Shape([None]).concatenate(subshape(data, 1))
+    # The number of segments is the last (largest) id + 1: known when the ids are (constant
+    # folding needs it to bound the output before running the kernel); unsorted or negative ids
+    # are the kernel's to report.
+    ids = ctx.value(1)
+    segments = None
+    if ids is not None and ids.ndim == 1:
+        segments = 0 if ids.size == 0 else int(ids[-1]) + 1
+        if ids.size and (int(ids[0]) < 0 or np.any(np.diff(ids.astype(np.int64)) < 0)):
+            segments = None
+    return Shape([segments]).concatenate(subshape(data, 1))
 
 
 def _sparse_segment_shape(ctx: InferenceContext) -> Shape:

@@ -21,11 +21,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from .. import tensor
 from ..ir import Graph, Node, TensorRef
 
 # Kernel-less ops and ops whose effect is not (only) their output.
 _SIDE_EFFECT_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault", "_Arg", "_Retval",
                               "_Send", "_Recv", "_HostSend", "_HostRecv", "NoOp", "ControlTrigger"})
+
+
+def const_value_within(node: Node, budget: int):
+    """A Const's decoded value, or None when decoding would create more than `budget` bytes
+    beyond what the graph stores (a filled constant claiming gigabytes in a few bytes): passes
+    leave such a constant alone rather than expand it. Malformed tensors raise as attr() does."""
+    proto = node.attrs["value"].tensor
+    if tensor.expanded_nbytes(proto, f"node '{node.name}' attr 'value'") > budget:
+        return None
+    return node.attr("value")
 
 
 @dataclass

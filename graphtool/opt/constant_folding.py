@@ -37,7 +37,7 @@ from ..ir.frames import ENTER_OPS, EXIT_OPS
 from ..proto.attr_value_pb2 import AttrValue
 from ..shape_inference import infer_shapes
 from ..tensor import from_ndarray
-from .base import Pass, PassContext, PassResult, apply_rules, redirect_outputs, register_pass
+from .base import Pass, PassContext, PassResult, apply_rules, const_value_within, redirect_outputs, register_pass
 
 PASS_NAME = "constfold"
 
@@ -312,12 +312,16 @@ def is_foldable(node: Node, ctx: PassContext) -> bool:
     return all(d.base.numpy is not None and d.base not in _HANDLE_DTYPES for d in node.spec.output_dtypes(node))
 
 
-def _predicted_bytes(node: Node, state: FoldState) -> int:
-    """Bytes of the outputs whose static shapes are known (0 for the others)."""
+def _predicted_bytes(node: Node, state: FoldState) -> int | None:
+    """Bytes of the outputs from their static shapes, before anything runs; None when a shape is
+    not fully known (then the kernel's output size is not known either, and a few bytes of
+    constants could ask it for gigabytes)."""
     total = 0
     for ref, dtype in zip(node.outputs, node.spec.output_dtypes(node)):
         count = state.shapes.shape(ref).num_elements()
-        total += 0 if count is None else count * dtype.itemsize
+        if count is None:
+            return None
+        total += count * max(dtype.itemsize, 1)
     return total
 
 
@@ -334,11 +338,19 @@ def fold_node(node: Node, state: FoldState) -> None:
     if not state.anchored(node, unique_nodes(controls, exclude=node)):
         state.counts["skipped_in_frame"] += 1
         return
-    if _predicted_bytes(node, state) > limit:
-        state.counts["fold_too_big"] += 1
+    if node in state.shapes.errors:
+        state.counts["fold_failed"] += 1  # its inputs do not fit: the error belongs to run time
+        return
+    predicted = _predicted_bytes(node, state)
+    if predicted is None or predicted > limit:
+        state.counts["fold_too_big" if predicted else "fold_unknown_size"] += 1
         return
     try:
-        outputs = evaluate(node, [ref.node.attr("value") for ref in node.inputs])
+        inputs = [const_value_within(ref.node, limit) for ref in node.inputs]
+        if any(value is None for value in inputs):  # a filled input too big to expand
+            state.counts["fold_too_big"] += 1
+            return
+        outputs = evaluate(node, inputs)
     except Exception:
         state.counts["fold_failed"] += 1  # e.g. a bad index: the error belongs to run time
         return

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph, Node, TensorRef
-from ..shapes import ShapeError, broadcast_shapes
-from .base import PassContext, Rule
+from ..shapes import Shape, ShapeError, broadcast_shapes
+from .base import PassContext, Rule, const_value_within
 
 _ADD_OPS = frozenset({"Add", "AddV2"})
 _ADD_SUB_OPS = _ADD_OPS | {"Sub"}
@@ -109,8 +109,19 @@ class ChainRule(Rule):
     def rewrite(self, node: Node, graph: Graph, ctx: PassContext) -> bool:
         chain, self._chain = self._chain, None
         dtype = node.attr("T")
+        # Sizes first: two filled constants of a few bytes each may claim gigabytes.
+        a = const_value_within(chain.outer_const, ctx.fold_max_bytes)
+        b = const_value_within(chain.inner_const, ctx.fold_max_bytes)
+        if a is None or b is None:
+            return False
+        try:
+            combined = broadcast_shapes(Shape(a.shape), Shape(b.shape)).num_elements()
+        except ShapeError:
+            return False
+        if combined * dtype.itemsize > ctx.fold_max_bytes:
+            return False
         with np.errstate(all="ignore"):
-            plan = self.plan(chain, chain.outer_const.attr("value"), chain.inner_const.attr("value"))
+            plan = self.plan(chain, a, b)
         value = np.asarray(plan.value).astype(dtype.numpy, copy=False)
         controls = list(chain.outer_const.control_inputs) + list(chain.inner_const.control_inputs)
         if not self._keeps_shape(chain, value) or value.nbytes > ctx.fold_max_bytes:

@@ -23,8 +23,7 @@ from itertools import count
 from .. import dtypes
 from ..errors import DftoolError
 from ..ir import Graph, Node
-from ..tensor import to_ndarray
-from .base import Pass, PassContext, PassResult, redirect_outputs, register_pass
+from .base import Pass, PassContext, PassResult, const_value_within, redirect_outputs, register_pass
 
 # Shape annotations describe the outputs; they never make two computations different.
 _IGNORED_ATTRS = frozenset({"_output_shapes"})
@@ -63,7 +62,7 @@ class _ValueNumbering:
     def _number(self, node: Node, key: tuple) -> None:
         """Give `node` the class of an equal earlier node (merging the two), or a new class."""
         earlier = self.survivor.get(key)
-        if earlier is None or not _same_const_value(earlier, node):
+        if earlier is None or not _same_const_value(earlier, node, self.ctx.fold_max_bytes):
             self.survivor[key] = node
             self.class_of[node] = next(self._fresh)
             return
@@ -94,7 +93,7 @@ class _ValueNumbering:
         controls = self._control_input_key(node)
         if inputs is None or controls is None:
             return None  # an input not numbered yet (only behind a loop back edge)
-        attrs = _attrs_key(node)
+        attrs = _attrs_key(node, self.ctx.fold_max_bytes)
         if attrs is None:
             return None
         frame = self.frame_of[node].name if node in self.frame_of else ""
@@ -146,9 +145,10 @@ class _ValueNumbering:
         return True
 
 
-def _attrs_key(node: Node) -> tuple | None:
+def _attrs_key(node: Node, budget: int) -> tuple | None:
     """Every attr but the ignored ones, as deterministic proto bytes; a Const's value by content
-    (None when it cannot be decoded: verify() reports that, and such a Const is left alone)."""
+    (None when it cannot be decoded: verify() reports that, and such a Const is left alone).
+    A filled Const that would expand beyond `budget` bytes is compared by its encoding instead."""
     items = []
     for name in sorted(node.attrs):
         if name in _IGNORED_ATTRS:
@@ -159,7 +159,7 @@ def _attrs_key(node: Node) -> tuple | None:
             continue
         if node.op == "Const" and name == "value":
             try:
-                items.append((name, _const_value_key(node)))
+                items.append((name, _const_value_key(node, budget)))
             except DftoolError:
                 return None
         else:
@@ -167,27 +167,34 @@ def _attrs_key(node: Node) -> tuple | None:
     return tuple(items)
 
 
-def _const_value(node: Node):
-    return to_ndarray(node.attrs["value"].tensor, f"node '{node.name}' attr 'value'")
+def _const_value(node: Node, budget: int):
+    """The decoded value, or the proto's own bytes for a filled constant too big to expand (two
+    such merge only when encoded alike: conservative, and costs nothing)."""
+    value = const_value_within(node, budget)
+    return node.attrs["value"].tensor.SerializeToString(deterministic=True) if value is None else value
 
 
 def _value_bytes(value) -> bytes:
     """The exact content of a decoded tensor: raw bytes (so -0.0 != 0.0 and a NaN payload counts),
     or the joined elements for string/object tensors."""
+    if isinstance(value, bytes):
+        return value
     if value.dtype == object:
         return b"\x00".join(len(v).to_bytes(8, "little") + v if isinstance(v, bytes) else repr(v).encode()
                             for v in value.reshape(-1))
     return value.tobytes()
 
 
-def _const_value_key(node: Node) -> tuple:
+def _const_value_key(node: Node, budget: int) -> tuple:
     """dtype, shape and a digest of the bytes (the bytes themselves are compared on a match)."""
-    value = _const_value(node)
+    value = _const_value(node, budget)
+    if isinstance(value, bytes):
+        return "encoded", hashlib.sha256(value).digest()
     return str(value.dtype), value.shape, hashlib.sha256(_value_bytes(value)).digest()
 
 
-def _same_const_value(a: Node, b: Node) -> bool:
+def _same_const_value(a: Node, b: Node, budget: int) -> bool:
     """Confirm a digest match byte for byte (non-Consts matched on their whole key already)."""
     if a.op != "Const":
         return True
-    return _value_bytes(_const_value(a)) == _value_bytes(_const_value(b))
+    return _value_bytes(_const_value(a, budget)) == _value_bytes(_const_value(b, budget))

@@ -28,7 +28,8 @@ import numpy as np
 
 from .. import dtypes
 from ..ir import Graph, Node, TensorRef
-from .base import Pass, PassContext, PassResult, Rule, apply_rules, redirect_outputs, register_pass
+from .base import (Pass, PassContext, PassResult, Rule, apply_rules, const_value_within, redirect_outputs,
+                   register_pass)
 
 _BIAS_ADDS = frozenset({"BiasAdd", "BiasAddV1"})
 _BATCH_NORMS = frozenset({"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"})
@@ -145,15 +146,16 @@ def _statistics_type(bn: Node):
     return bn.attr("U") if bn.op != "FusedBatchNorm" else bn.attr("T")
 
 
-def _constant(ref: TensorRef) -> np.ndarray | None:
+def _constant(ref: TensorRef, budget: int) -> np.ndarray | None:
     """The value of a Const (seen through Identity nodes), or None. Nodes with control inputs do
-    not count: a folded copy would lose the ordering they impose."""
+    not count: a folded copy would lose the ordering they impose; nor does a filled Const that
+    would expand beyond `budget` bytes."""
     node = ref.node
     while node.op == "Identity" and not node.control_inputs:
         node = node.inputs[0].node
     if node.op != "Const" or node.control_inputs:
         return None
-    return node.attr("value")
+    return const_value_within(node, budget)
 
 
 class _FusionRule(Rule):
@@ -254,11 +256,10 @@ class FoldBatchNorm(ConvBatchNorm):
             return None
         return fusion if self._operands(fusion) is not None else None
 
-    @staticmethod
-    def _operands(fusion: Fusion) -> list[np.ndarray] | None:
+    def _operands(self, fusion: Fusion) -> list[np.ndarray] | None:
         """filter, scale, offset, mean, variance (float64) when all are constants of fitting shapes."""
         refs = (fusion.contraction.inputs[1], *fusion.first.inputs[1:5])
-        values = [_constant(ref) for ref in refs]
+        values = [_constant(ref, self.matcher.ctx.fold_max_bytes) for ref in refs]
         if any(v is None for v in values) or values[0].ndim != 4:
             return None
         if any(v.shape != values[0].shape[-1:] for v in values[1:]):
