@@ -37,7 +37,7 @@ def _verify(original, optimized, fetch_names, feeds_file, tolerance) -> tuple[li
     from graphtool.opt.equivalence import candidate_feeds, differences
     from graphtool.opt.tolerance import describe, fetch_tolerances
 
-    from .run_cmd import collect_feeds
+    from graphtool.feeds import collect_feeds
 
     candidates = [collect_feeds((), feeds_file)] if feeds_file else candidate_feeds(original)
     failure = None

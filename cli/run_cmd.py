@@ -6,40 +6,13 @@ import io
 import click
 import numpy as np
 
+from graphtool import feeds as feed_files
 from graphtool import graph_io
 from graphtool.device_names import short_device_name
 from graphtool.errors import RuntimeFailure, UsageError
 from graphtool.exec.trace import write_trace
 
 from .common import common_options, emit_report, info, load_graph, settings, signature_option
-
-
-def _read_array_file(path: str, what: str):
-    try:
-        return np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise UsageError(f"{what} '{path}': no such file") from None
-    except (ValueError, OSError) as exc:
-        raise UsageError(f"{what} '{path}': not a readable .npy/.npz file ({' '.join(str(exc).split())})") from None
-
-
-def collect_feeds(feed_pairs: tuple[str, ...], feeds_file: str | None) -> dict[str, np.ndarray]:
-    """--feeds FILE.npz first, then each --feed NAME=FILE.npy (later ones win)."""
-    feeds: dict[str, np.ndarray] = {}
-    if feeds_file:
-        archive = _read_array_file(feeds_file, "--feeds")
-        if not hasattr(archive, "files"):
-            raise UsageError(f"--feeds '{feeds_file}': expected an .npz archive of named arrays")
-        feeds.update({key: archive[key] for key in archive.files})
-    for pair in feed_pairs:
-        name, sep, path = pair.partition("=")
-        if not sep or not name or not path:
-            raise UsageError(f"--feed '{pair}': expected NAME=FILE.npy")
-        value = _read_array_file(path, f"--feed {name}")
-        if hasattr(value, "files"):
-            raise UsageError(f"--feed {name}: '{path}' is an .npz archive; use --feeds for archives")
-        feeds[name] = value
-    return feeds
 
 
 def save_outputs(path: str, fetches: list[str], values: list[np.ndarray]) -> None:
@@ -55,19 +28,24 @@ def save_outputs(path: str, fetches: list[str], values: list[np.ndarray]) -> Non
 
 
 def compare_expected(path: str, fetches: list[str], values: list[np.ndarray], rtol: float, atol: float) -> list[str]:
-    """Mismatch descriptions against a saved .npz (floats with tolerances, others exactly)."""
-    archive = _read_array_file(path, "--expect")
+    """Mismatch descriptions against a saved .npz (floats with tolerances, others exactly). Only
+    the entries of fetches whose shape matches are decoded (headers are read first)."""
+    headers = feed_files.npz_headers(path, "--expect")
+    keys = {name: next((k for k in (name, f"{name}:0", name.removesuffix(":0")) if k in headers), None)
+            for name in fetches}
+    wanted = {keys[n] for n, v in zip(fetches, values) if keys[n] is not None and headers[keys[n]].shape == v.shape}
+    archive = feed_files.read_npz(path, "--expect", keys=sorted(wanted))
     problems = []
     for name, value in zip(fetches, values):
-        key = name if name in archive.files else (f"{name}:0" if f"{name}:0" in archive.files else
-                                                   name.removesuffix(":0") if name.removesuffix(":0") in archive.files else None)
+        key = keys[name]
         if key is None:
             problems.append(f"{name}: not in {path}")
             continue
+        if headers[key].shape != value.shape:
+            problems.append(f"{name}: shape {list(value.shape)}, expected {list(headers[key].shape)}")
+            continue
         want = archive[key]
-        if want.shape != value.shape:
-            problems.append(f"{name}: shape {list(value.shape)}, expected {list(want.shape)}")
-        elif value.dtype.kind in "fc" or want.dtype.kind in "fc":
+        if value.dtype.kind in "fc" or want.dtype.kind in "fc":
             close = np.isclose(value.astype(np.complex128 if value.dtype.kind == "c" else np.float64),
                                want, rtol=rtol, atol=atol, equal_nan=True)
             if not close.all():
@@ -109,9 +87,10 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
     every graph output. UsageError for a graph with nothing to fetch."""
     from graphtool.exec.session import Session
 
-    feeds = collect_feeds(feed_pairs, feeds_file)
     session = Session(load_graph(graph, signature=signature), device=device, threads=threads, check_numerics=check_numerics,
                       source="<stdin>" if graph == "-" else graph)
+    # Each feed file's headers are checked against what the graph expects before any data is read.
+    feeds = feed_files.collect_feeds(feed_pairs, feeds_file, expect=feed_files.placeholder_expectation(session.resolve))
     if session.lowering is not None:
         info(session.lowering.notice())
     fetch_list = list(fetches) or session.default_fetches()

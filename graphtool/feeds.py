@@ -1,0 +1,226 @@
+"""Reading arrays from .npy/.npz files (feeds, expected results) without trusting their headers.
+
+An .npz is a zip archive: a few megabytes can decompress to gigabytes, and an .npy header may claim
+any shape. Each array's header (dtype, shape) is read first, from the file or straight from the
+opened zip member, and checked before a byte of data is decoded: against
+limits.current().max_tensor_bytes, against what the graph expects of that feed when known (a
+Placeholder's dtype and shape), and object arrays (pickles) are refused. Every problem is a
+UsageError (exit 2) naming the file and, in an archive, the key.
+"""
+from __future__ import annotations
+
+import zipfile
+import zlib
+from typing import Callable
+
+import numpy as np
+from numpy.lib import format as npy_format
+
+from . import dtypes, limits
+from .dtypes import DType
+from .errors import DftoolError, UsageError
+from .ops.core import FED_INPUT_OPS
+from .shapes import Shape
+
+_NPY_MAGIC = b"\x93NUMPY"
+_ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
+# What a malformed file, archive or member raises while being read.
+_READ_ERRORS = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError,
+                OverflowError, SyntaxError)
+
+# (dtype, shape) a feed must fit, either unknown (None); from the graph, by feed name.
+Expectation = Callable[[str], "tuple[DType | None, Shape | None] | None"]
+
+
+class ArrayHeader:
+    """An .npy header: what decoding would produce, known before decoding."""
+
+    __slots__ = ("dtype", "shape", "fortran_order")
+
+    def __init__(self, dtype: np.dtype, shape: tuple[int, ...], fortran_order: bool):
+        self.dtype, self.shape, self.fortran_order = dtype, tuple(shape), fortran_order
+
+    @property
+    def nbytes(self) -> int:
+        count = 1
+        for dim in self.shape:
+            count *= dim
+        return count * self.dtype.itemsize
+
+
+def _read_header(fp) -> ArrayHeader:
+    version = npy_format.read_magic(fp)
+    if version == (1, 0):
+        shape, fortran, dtype = npy_format.read_array_header_1_0(fp)
+    elif version in ((2, 0), (3, 0)):  # 3.0 differs only in allowing UTF-8 field names
+        shape, fortran, dtype = npy_format.read_array_header_2_0(fp)
+    else:
+        raise ValueError(f".npy format version {version} is not supported")
+    return ArrayHeader(dtype, shape, fortran)
+
+
+def check_header(header: ArrayHeader, where: str, expected: tuple[DType | None, Shape | None] | None = None,
+                 feed: str | None = None) -> None:
+    """UsageError naming `where` (the file, and key) unless the array described may be decoded:
+    no objects (pickles), within max_tensor_bytes, and fitting the `expected` dtype and shape of
+    `feed` when given (worded as the session words a feed that does not fit)."""
+    if header.dtype.hasobject:
+        raise UsageError(f"{where}: holds Python objects (a pickle), which are not accepted",
+                         hint="save strings as a fixed-width array (e.g. numpy.array(values, dtype='S'))")
+    bound = limits.current().max_tensor_bytes
+    if header.nbytes > bound:
+        raise UsageError(f"{where}: {header.dtype}{list(header.shape)} would take "
+                         f"{limits.describe_bytes(header.nbytes)}, above the tensor size limit of "
+                         f"{limits.describe_bytes(bound)}",
+                         hint="raise it with --max-tensor-bytes or DFTOOL_MAX_TENSOR_BYTES if the file is trusted")
+    if expected is None:
+        return
+    want_dtype, want_shape = expected
+    label = f"feed '{feed}'" if feed else where
+    if want_shape is not None and not Shape.of(want_shape).is_compatible_with(Shape(header.shape)):
+        raise UsageError(f"{label}: shape {list(header.shape)} does not fit {Shape.of(want_shape)} ({where})")
+    if want_dtype is not None and not dtype_fits(header.dtype, want_dtype):
+        raise UsageError(f"{label}: dtype {header.dtype} does not match the expected {want_dtype.base} ({where})",
+                         hint=f"save the array as {want_dtype.base.numpy}")
+
+
+def dtype_fits(stored: np.dtype, want: DType) -> bool:
+    """Whether an array of `stored` dtype can be fed where `want` is expected: the same dtype, or
+    one of the same kind (float for float, integer for integer, text for string); the session
+    converts it (and checks integer values fit)."""
+    want = want.base
+    if want is dtypes.INVALID or want.numpy is None:
+        return True
+    if stored == want.numpy:
+        return True
+    if want is dtypes.string:
+        return stored.kind in "SU"
+    if stored.kind in "SUOV":
+        return False
+    got = dtypes.from_numpy(stored)
+    return (got.is_floating and want.is_floating) or (got.is_integer and want.is_integer)
+
+
+def _decode(open_member) -> np.ndarray:
+    """Read the array after its header was checked (the member is opened again from the start)."""
+    with open_member() as fp:
+        return npy_format.read_array(fp, allow_pickle=False)
+
+
+def _kind(path: str, what: str) -> str:
+    try:
+        with open(path, "rb") as fp:
+            magic = fp.read(6)
+    except FileNotFoundError:
+        raise UsageError(f"{what} '{path}': no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what} '{path}': is a directory, not an .npy/.npz file") from None
+    except OSError as exc:
+        raise UsageError(f"{what} '{path}': cannot read it ({exc.strerror or exc})") from None
+    if magic == _NPY_MAGIC:
+        return "npy"
+    if magic[:4] in _ZIP_MAGICS:
+        return "npz"
+    raise UsageError(f"{what} '{path}': not a readable .npy/.npz file (no .npy or zip signature)")
+
+
+def _failure(where: str, exc: BaseException, what: str = "array") -> UsageError:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return UsageError(f"{where}: not a readable {what} ({text})")
+
+
+def read_npy(path: str, what: str, expected=None, feed: str | None = None) -> np.ndarray:
+    """The array in an .npy file, its header checked before its data is read."""
+    where = f"{what} '{path}'"
+    if _kind(path, what) != "npy":
+        raise UsageError(f"{where} is an .npz archive; expected one .npy array")
+    try:
+        with open(path, "rb") as fp:
+            header = _read_header(fp)
+        check_header(header, where, expected, feed)
+        return _decode(lambda: open(path, "rb"))
+    except DftoolError:
+        raise
+    except MemoryError:
+        raise UsageError(f"{where}: out of memory reading it") from None
+    except _READ_ERRORS as exc:
+        raise _failure(where, exc) from None
+
+
+def npz_headers(path: str, what: str) -> dict[str, ArrayHeader]:
+    """key -> header of every array in an .npz archive, reading no data."""
+    return _walk_npz(path, what, None, None, decode=False)
+
+
+def read_npz(path: str, what: str, keys: list[str] | None = None,
+             expect: Expectation | None = None) -> dict[str, np.ndarray]:
+    """The arrays of an .npz archive by key (only `keys`, when given, in the archive's order);
+    each member's header is checked (see check_header, with `expect(key)`) before decompressing
+    its data, so a zip bomb costs nothing."""
+    return _walk_npz(path, what, keys, expect, decode=True)
+
+
+def _walk_npz(path: str, what: str, keys, expect, decode: bool) -> dict:
+    if _kind(path, what) != "npz":
+        raise UsageError(f"{what} '{path}': expected an .npz archive of named arrays")
+    arrays: dict = {}
+    key = None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.namelist()
+            for member in members:
+                key = member[:-4] if member.endswith(".npy") else member
+                if keys is not None and key not in keys:
+                    continue
+                where = f"{what} '{path}' key '{key}'"
+                if not member.endswith(".npy"):
+                    raise UsageError(f"{where}: not an .npy array")
+                with archive.open(member) as fp:
+                    header = _read_header(fp)
+                if not decode:
+                    arrays[key] = header
+                    continue
+                check_header(header, where, expect(key) if expect else None, key if expect else None)
+                arrays[key] = _decode(lambda: archive.open(member))
+    except DftoolError:
+        raise
+    except MemoryError:
+        raise UsageError(f"{what} '{path}': out of memory reading it") from None
+    except _READ_ERRORS as exc:
+        if key is None:
+            raise _failure(f"{what} '{path}'", exc, ".npz archive") from None
+        raise _failure(f"{what} '{path}' key '{key}'", exc) from None
+    return arrays
+
+
+def collect_feeds(feed_pairs: tuple[str, ...] | list[str], feeds_file: str | None,
+                  expect: Expectation | None = None) -> dict[str, np.ndarray]:
+    """--feeds FILE.npz first, then each --feed NAME=FILE.npy (later ones win); `expect(name)`
+    gives what the graph expects of a feed, checked against each header before decoding."""
+    feeds: dict[str, np.ndarray] = {}
+    if feeds_file:
+        feeds.update(read_npz(feeds_file, "--feeds", expect=expect))
+    for pair in feed_pairs:
+        name, sep, path = pair.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(f"--feed '{pair}': expected NAME=FILE.npy")
+        what = f"--feed {name}"
+        if _kind(path, what) == "npz":
+            raise UsageError(f"--feed {name}: '{path}' is an .npz archive; use --feeds for archives")
+        feeds[name] = read_npy(path, what, expect(name) if expect else None, name)
+    return feeds
+
+
+def placeholder_expectation(resolve: Callable) -> Expectation:
+    """An Expectation from a name resolver (Session.resolve): a fed Placeholder's declared dtype
+    and shape, or the output dtype of another fed tensor; None for names that resolve to
+    nothing (the session reports those)."""
+    def expect(name: str):
+        try:
+            ref = resolve(name, "feed")
+            dtype = ref.node.spec.output_dtypes(ref.node)[ref.index] if ref.node.spec else None
+        except (DftoolError, KeyError, IndexError, TypeError, ValueError):
+            return None
+        shape = ref.node.attr("shape", None) if ref.node.op in FED_INPUT_OPS else None
+        return (dtype if isinstance(dtype, DType) else None), (shape if isinstance(shape, Shape) else None)
+    return expect
