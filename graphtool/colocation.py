@@ -81,8 +81,9 @@ def colocation_links(graph: Graph) -> list[tuple[Node, Node, str]]:
     links = []
     for node in graph.nodes:
         links.extend((node, other, "_class loc:@") for other in _class_targets(graph, node))
+        declared = _input_dtypes(node)  # once per node: per slot it would be quadratic in the inputs
         for slot, ref in enumerate(node.inputs):
-            kind = _handle_kind(node, slot)
+            kind = _handle_kind(declared[slot])
             if kind:
                 links.append((node, ref.node, f"{kind} input"))
         links.extend(_loop_links(node))
@@ -152,9 +153,8 @@ def _class_targets(graph: Graph, node: Node) -> list[Node]:
     return [t for t in targets if t is not None and t is not node]
 
 
-def _handle_kind(node: Node, slot: int) -> str:
-    """'reference' / 'resource' when input `slot` is a ref or resource edge, else ''."""
-    dtype = _input_dtype(node, slot)
+def _handle_kind(dtype) -> str:
+    """'reference' / 'resource' for a ref or resource input type, else ''."""
     if dtype is None:
         return ""
     if dtype.is_ref:
@@ -162,15 +162,26 @@ def _handle_kind(node: Node, slot: int) -> str:
     return "resource" if dtype.base is dtypes.resource else ""
 
 
-def _input_dtype(node: Node, slot: int):
-    """The declared type of the input (the consumer decides, as in TensorFlow); for an op the
-    registry does not know, the producer's declared output type."""
+def _input_dtypes(node: Node) -> list:
+    """The declared type of each input (the consumer decides, as in TensorFlow); for an op the
+    registry does not know, the producer's declared output type; None where unknown."""
+    if node.spec is not None:
+        try:
+            declared = node.spec.input_dtypes(node)
+        except (KeyError, IndexError, TypeError, ValueError):
+            declared = []
+        return [declared[slot] if slot < len(declared) else None for slot in range(len(node.inputs))]
+    outputs: dict[Node, list] = {}
+    return [_output_dtype(ref, outputs) for ref in node.inputs]
+
+
+def _output_dtype(ref, cache: dict):
     try:
-        if node.spec is not None:
-            return node.spec.input_dtypes(node)[slot]
-        ref = node.inputs[slot]
-        producer = ref.node.spec
-        return producer.output_dtypes(ref.node)[ref.index] if producer is not None else None
+        if ref.node not in cache:
+            producer = ref.node.spec
+            cache[ref.node] = producer.output_dtypes(ref.node) if producer is not None else []
+        found = cache[ref.node]
+        return found[ref.index] if ref.index < len(found) else None
     except (KeyError, IndexError, TypeError, ValueError):
         return None
 

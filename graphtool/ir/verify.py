@@ -42,7 +42,7 @@ def _check_links(graph) -> list[str]:
             elif node not in control._control_uses:
                 problems.append(f"node '{name}': control producer '{control.name}' does not list it as a user")
         for consumer, slot in node._uses:
-            if slot >= len(consumer.inputs) or consumer.inputs[slot].node is not node:
+            if slot >= len(consumer._inputs) or consumer._inputs[slot].node is not node:  # no tuple copy per use
                 problems.append(f"node '{name}' lists '{consumer.name}' input {slot} as a user, but it is not")
         for consumer in node._control_uses:
             if node not in consumer.control_inputs:
