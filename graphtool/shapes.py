@@ -13,6 +13,12 @@ class ShapeError(ValueError):
     """Two shapes cannot be reconciled, or a shape does not fit an op's requirement."""
 
 
+# TensorFlow's TensorShape::MaxDimensions(): no tensor has more dims. Checked before a shape is
+# built, so that a shape vector of a billion entries (a Placeholder [1 << 30] used as Reshape's
+# shape) is an error rather than a billion-entry tuple.
+MAX_RANK = 254
+
+
 class Shape:
     __slots__ = ("dims",)
 
@@ -20,7 +26,11 @@ class Shape:
         if dims is None:
             self.dims = None
         else:
+            if hasattr(dims, "__len__") and len(dims) > MAX_RANK:
+                raise ShapeError(f"a shape of rank {len(dims)} is above TensorFlow's maximum rank {MAX_RANK}")
             self.dims = tuple(None if d is None or int(d) < 0 else int(d) for d in dims)
+            if len(self.dims) > MAX_RANK:
+                raise ShapeError(f"a shape of rank {len(self.dims)} is above TensorFlow's maximum rank {MAX_RANK}")
 
     # --- construction -------------------------------------------------------------------------
     @classmethod
@@ -33,6 +43,8 @@ class Shape:
 
     @classmethod
     def unknown_of_rank(cls, rank: int) -> "Shape":
+        if rank > MAX_RANK:
+            raise ShapeError(f"a shape of rank {rank} is above TensorFlow's maximum rank {MAX_RANK}")
         return cls([None] * rank)
 
     @classmethod

@@ -89,9 +89,9 @@ def _check_opaque_uses(node) -> list[str]:
     declared = opaque.declared_shapes(node)
     if declared is None:
         return []
-    return [f"node '{consumer.name}' input {slot} reads '{consumer.inputs[slot].name}', but "
+    return [f"node '{consumer.name}' input {slot} reads '{consumer._inputs[slot].name}', but "
             f"'{node.name}' ({node.op}, an op dftool does not know) lists {len(declared)} output(s) "
-            f"in _output_shapes" for consumer, slot in node.uses() if consumer.inputs[slot].index >= len(declared)]
+            f"in _output_shapes" for consumer, slot in node.uses() if consumer._inputs[slot].index >= len(declared)]
 
 
 def _check_input_dtypes(node, spec) -> list[str]:

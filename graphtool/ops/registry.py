@@ -27,6 +27,9 @@ from .. import dtypes
 from ..dtypes import DType
 
 _REGISTRY: dict[str, "OpSpec"] = {}
+# The most inputs or outputs one argument of a node may have (a number attr such as N or
+# num_split): far above real graphs, and a bound on what a tiny node can make every pass allocate.
+MAX_ARG_COUNT = 1 << 16
 
 _TYPE_ALIASES = {"half": "float16", "float": "float32", "double": "float64"}
 # TensorFlow's named type sets used in signatures.
@@ -131,7 +134,12 @@ class OpSpec:
     # --- arity and types ----------------------------------------------------------------------
     def _arg_count(self, arg: ArgSpec, node) -> int:
         if arg.number_attr is not None:
-            return int(node.attr(arg.number_attr))
+            count = int(node.attr(arg.number_attr))
+            if count > MAX_ARG_COUNT:
+                # A few bytes of attr must not size lists of a billion inputs or outputs.
+                raise ValueError(f"attr '{arg.number_attr}' = {count} is more than the {MAX_ARG_COUNT:,} "
+                                 f"{'outputs' if arg in self.outputs else 'inputs'} dftool supports per argument")
+            return count
         if arg.type_list_attr is not None:
             return len(node.attr(arg.type_list_attr))
         return 1
@@ -188,6 +196,10 @@ class OpSpec:
             return [f"cannot size its inputs: {exc}"]
         if expected != len(node.inputs):
             problems.append(f"expects {expected} data input(s), has {len(node.inputs)}")
+        try:
+            self.num_outputs(node)
+        except Exception as exc:
+            problems.append(f"cannot size its outputs: {exc}")
         return problems
 
 
