@@ -30,6 +30,7 @@ from typing import Iterable
 import numpy as np
 
 from .. import dtypes
+from ..cost_model import CostEstimator, CostModel
 from ..exec import kernels
 from ..exec.devices import CPUDevice
 from ..ir import Graph, Node, TensorRef
@@ -44,6 +45,10 @@ PASS_NAME = "constfold"
 _SHAPE_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank", "BroadcastGradientArgs"})
 # Values shape inference knows are shape-like (small); bigger constants come from FoldGraph.
 _MAX_INFERRED_ELEMENTS = 1024
+# Work one fold may do (the cost model's FLOP estimate from static shapes; about a second of
+# numpy): two filled constants of a few bytes each can ask a Conv2D for minutes while their
+# inputs and output stay within --fold-max-bytes.
+_MAX_FOLD_FLOPS = 2e9
 _SWITCH_OPS = frozenset({"Switch", "RefSwitch"})
 _HANDLE_DTYPES = (dtypes.resource, dtypes.variant)
 # Belt and braces: the registry marks these stateful already, but a random op must never be folded
@@ -101,6 +106,7 @@ class FoldState:
         self.graph = graph
         self.ctx = ctx
         self.shapes = infer_shapes(graph)
+        self.costs = CostEstimator(CostModel(), self.shapes)
         self._frames = graph.frames()
         self._frame_of = dict(self._frames.frame_of)  # grows with the nodes this pass creates
         self._maybe_dead = _downstream_of_cond_switches(graph)
@@ -343,9 +349,12 @@ def fold_node(node: Node, state: FoldState) -> None:
         return
     predicted = _predicted_bytes(node, state)
     if predicted is None or predicted > limit:
-        state.counts["fold_too_big" if predicted else "fold_unknown_size"] += 1
+        state.counts["fold_unknown_size" if predicted is None else "fold_too_big"] += 1
         return
     try:
+        if state.costs.flops(node) > _MAX_FOLD_FLOPS:
+            state.counts["fold_too_costly"] += 1
+            return
         inputs = [const_value_within(ref.node, limit) for ref in node.inputs]
         if any(value is None for value in inputs):  # a filled input too big to expand
             state.counts["fold_too_big"] += 1

@@ -326,6 +326,15 @@ def test_constfold_leaves_what_would_exceed_fold_max_bytes(nodes):
     assert peak < SMALL, f"constfold allocated {peak / 2**20:.0f} MiB"
 
 
+def test_constfold_leaves_a_fold_that_would_compute_for_minutes():
+    """10 MiB of image and 400 KB of filter, all filled from two values: 5e10 multiply-adds."""
+    nodes = [filled("x", [1, 512, 512, 10]), filled("w", [100, 100, 10, 1]),
+             node_def("out", "Conv2D", ["x", "w"], T=F32, strides=[1, 1, 1, 1], padding="SAME")]
+    graph, result, _ = _run_pass("constfold", nodes, fold_max_bytes=16 << 20)
+    assert result.stats == {"fold_too_costly": 1}
+    assert graph.node("out").op == "Conv2D"
+
+
 def test_constfold_still_folds_small_filled_constants():
     nodes = [filled("a", [1000]), filled("b", [1000], values=(2.0,)), node_def("out", "Add", ["a", "b"], T=F32)]
     graph, result, _ = _run_pass("constfold", nodes)
@@ -507,6 +516,9 @@ ACCEPTANCE_GRAPHS = {
         node_def("out", "Reshape", ["x", "shape"], T=F32, Tshape=I32)],
     "Fill of a filled 2^30-entry dims": lambda: [filled("dims", [GIB], I32, (1,)), const_def("v", 1.0),
                                                  node_def("out", "Fill", ["dims", "v"], T=F32, index_type=I32)],
+    "Conv2D of filled consts": lambda: [
+        filled("x", [1, 512, 512, 10]), filled("w", [100, 100, 10, 1]),
+        node_def("out", "Conv2D", ["x", "w"], T=F32, strides=[1, 1, 1, 1], padding="SAME")],
     "while loop": _while_loop_bomb,
     "3,000 filled consts": _many_filled,
 }
