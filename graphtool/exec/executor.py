@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import queue
+import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,7 @@ import numpy as np
 
 from ..errors import RuntimeFailure
 from . import transfer
+from .resources import step_scope
 from .plan import ENTER, EXIT, FED, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, FrameTemplate, Item, Plan
 
 
@@ -89,8 +91,9 @@ class Executor:
         self.targets = list(targets)
         self.threads = max(1, threads if threads is not None else (os.cpu_count() or 1))
         self.check_numerics = check_numerics
-        self.last_stats = StepStats()
+        self.last_stats = StepStats()   # the latest step's (concurrent steps: use run_step)
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         self._has_transfers = any(item.kind in (SEND, RECV) for item in plan.items)
         # Devices with streams (GPUs) launch kernels through a stream runtime (streams.py).
         self.streams = plan.device.stream_runtime(plan)
@@ -103,8 +106,10 @@ class Executor:
     def pool(self) -> ThreadPoolExecutor | None:
         """The worker threads, started on first use and kept for later steps."""
         if self.threads > 1 and self._pool is None:
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="dftool",
-                                            initializer=_quiet_numpy_warnings)
+            with self._pool_lock:   # concurrent first steps share one pool
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="dftool",
+                                                    initializer=_quiet_numpy_warnings)
         return self._pool
 
     def close(self) -> None:
@@ -117,10 +122,15 @@ class Executor:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
 
-    def run(self, feeds: dict[Item, tuple], fetches: list[tuple[Item, int]], *,
-            timeout: float | None = None, resources=None, allow_dead: bool = False,
-            rendezvous=None, participant=None, stats=None) -> list:
-        """Execute the plan. `feeds` maps FED items to their output tuples; returns the fetched
+    def run(self, feeds: dict[Item, tuple], fetches: list[tuple[Item, int]], **options) -> list:
+        """The fetched values of one step (run_step without its statistics)."""
+        return self.run_step(feeds, fetches, **options)[0]
+
+    def run_step(self, feeds: dict[Item, tuple], fetches: list[tuple[Item, int]], *,
+                 timeout: float | None = None, resources=None, allow_dead: bool = False,
+                 rendezvous=None, participant=None, stats=None) -> tuple[list, StepStats]:
+        """Execute the plan; returns (fetched values, this step's StepStats). Several steps may
+        run at once (from several threads): everything a step changes is its own. `feeds` maps FED items to their output tuples; returns the fetched
         values in order (None for a dead fetch when `allow_dead`, else a dead fetch is an error).
         Raises RuntimeFailure naming the node on kernel errors, a timeout, or a graph that cannot
         finish. `_Send`/`_Recv` nodes meet in `rendezvous` (shared with the other devices' executors
@@ -135,7 +145,7 @@ class Executor:
         step.rendezvous, step.participant = rendezvous, participant
         step.pool = self.pool()
         try:
-            return step.run()
+            return step.run(), step.stats
         finally:
             if self.streams is not None:   # the step's device work is done before results leave
                 self.streams.finish_step()
@@ -179,6 +189,8 @@ class _Step:
         self.targets = executor.targets
         self.targets_done: set[Item] = set()
         self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.running: dict[int, tuple] = {}   # id(tagged) -> tagged, for kernels on the pool
+        self.last = None   # the node the scheduling thread took last (for a timeout's message)
         self.timeout = timeout
         self.resources = resources
         self.ready: deque = deque()
@@ -198,16 +210,13 @@ class _Step:
 
     # --- the scheduling loop --------------------------------------------------------------------
     def run(self) -> list:
-        for item in self.plan.items:
-            if item.ctx is not None:
-                item.ctx.resources = self.resources
         root_iteration = self.root.iterations[0]
         for item in self.plan.sources:
             root_iteration.outstanding_ops += 1
             self.ready.append((item, self.root, 0))
         try:
             # TensorFlow produces inf/NaN and wraps integers silently; so do the kernels.
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), step_scope(self.resources):
                 self._loop(self.pool)
         except BaseException as exc:
             self._drain(exc)  # let kernels still running on the pool finish before unwinding
@@ -219,10 +228,17 @@ class _Step:
 
     def _loop(self, pool) -> None:
         ready = self.ready
-        check_every = 0
+        deadline = self.deadline
+        clock = time.monotonic
         while True:
             while ready and self.error is None:
+                # The deadline is checked between any two nodes (a loop of cheap nodes, or one
+                # heavy kernel after another, stops at once); a kernel already running finishes.
+                if deadline is not None and clock() > deadline:
+                    self._check_deadline()
+                    break
                 tagged = ready.popleft()
+                self.last = tagged
                 item, frame, it = tagged
                 if item.kind != NORMAL:
                     self._process(tagged)
@@ -243,7 +259,8 @@ class _Step:
                 if pool is not None and (ready or self.in_flight) and (
                         item.expensive or (count and getattr(inputs[0], "size", 0) >= _BIG_INPUT)):
                     self.in_flight += 1
-                    pool.submit(self._compute_async, tagged, inputs)
+                    self.running[id(tagged)] = tagged
+                    pool.submit(self._on_worker, tagged, inputs)
                     continue
                 try:
                     outputs = self._compute(item, inputs)
@@ -251,10 +268,6 @@ class _Step:
                     self.error = self._kernel_error(item, inputs, exc)
                     break
                 self._finish(tagged, outputs, False)
-                check_every += 1
-                if check_every >= 256:
-                    check_every = 0
-                    self._check_deadline()
             if self.in_flight == 0:
                 return
             self._wait_for_completion()
@@ -276,6 +289,7 @@ class _Step:
             except queue.Empty:
                 self._check_deadline()
         self.in_flight -= 1
+        self.running.pop(id(tagged), None)
         if error is not None:
             if self.error is None:
                 self.error = error
@@ -286,13 +300,31 @@ class _Step:
     def _check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline and self.error is None:
             self.error = RuntimeFailure(f"step timed out after {self.timeout:g} s "
-                                        f"({self.nodes_executed} nodes executed)",
-                                        hint="a loop that never ends? raise --timeout if it is just slow")
+                                        f"({self.nodes_executed} nodes executed; {self._where()})",
+                                        hint="a loop that never ends? raise --timeout if it is just slow "
+                                             "(a kernel already running, e.g. a BLAS call, is not interrupted)")
             self.ready.clear()
             if self.rendezvous is not None:  # wake this step's Recvs, and the other devices'
                 self.rendezvous.abort(self.error, self.participant)
 
+    def _where(self) -> str:
+        """What the step was doing when it ran out of time: the node the scheduling thread ran
+        last and the kernels still running on the pool, with their loop frame and iteration."""
+        parts = []
+        if self.last is not None and id(self.last) not in self.running:
+            parts.append("last node run " + _describe_node(self.last))
+        running = [_describe_node(tagged) for tagged in self.running.values()]
+        if running:
+            parts.append("still running " + ", ".join(running[:4])
+                         + (f" and {len(running) - 4} more" if len(running) > 4 else ""))
+        return "; ".join(parts) or "no node had started"
+
     # --- running one node ---------------------------------------------------------------------
+    def _on_worker(self, tagged, inputs) -> None:
+        """A pool thread runs a kernel for this step: kernels there see this step's resources."""
+        with step_scope(self.resources):
+            self._compute_async(tagged, inputs)
+
     def _take_inputs(self, tagged):
         item, frame, it = tagged
         state = frame.iterations[it]
@@ -592,6 +624,12 @@ def _check_finite(item: Item, outputs) -> None:
             what = "NaN" if bool(item.ctx.xp.isnan(value).any()) else "Inf"
             raise NumericsError(f"--check-numerics: node '{item.name}' ({item.node.op}) produced {what} "
                                 f"in output {port} {_describe(value)}")
+
+
+def _describe_node(tagged) -> str:
+    item, frame, it = tagged
+    where = f" in while-loop frame '{frame.template.name}' iteration {it}" if frame.parent is not None else ""
+    return f"'{item.name}' ({item.node.op}){where}"
 
 
 def _describe(value) -> str:
