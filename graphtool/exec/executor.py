@@ -299,7 +299,7 @@ class _Step:
 
     def _check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline and self.error is None:
-            self.error = RuntimeFailure(f"step timed out after {self.timeout:g} s "
+            self.error = StepTimeout(f"step timed out after {self.timeout:g} s "
                                         f"({self.nodes_executed} nodes executed; {self._where()})",
                                         hint="a loop that never ends? raise --timeout if it is just slow "
                                              "(a kernel already running, e.g. a BLAS call, is not interrupted)")
@@ -611,6 +611,10 @@ class _Step:
 
 def _quiet_numpy_warnings() -> None:
     np.seterr(all="ignore")
+
+
+class StepTimeout(RuntimeFailure):
+    """A step ran past its timeout; the message says what was running."""
 
 
 class NumericsError(RuntimeFailure):

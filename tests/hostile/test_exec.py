@@ -91,3 +91,80 @@ def test_concurrent_variable_updates_are_all_counted():
     assert int(session.run(["read"]).values[0]) == total
     for per_thread in results:   # each thread sees its own increments in order
         assert per_thread == sorted(per_thread) and len(set(per_thread)) == len(per_thread)
+
+
+# --- defect 5 and the late timeout: every command that executes a graph is bounded ----------------
+
+def _endless_loop_graph(increment: float = -5.0) -> Graph:
+    """i = 0; while i < 10: i += increment. With the increment -5 (TensorFlow's 1 mutated) the loop
+    never ends."""
+    g = Graph()
+    frame = {"frame_name": "loop", "parallel_iterations": 10}
+    x = placeholder(g, "x", [])
+    enter = op(g, "Enter", "enter", x, **frame)
+    merge = op(g, "Merge", "merge", enter, enter, N=2)
+    less = op(g, "Less", "less", merge, const(g, "ten", 10.0, control_inputs=[merge]))
+    cond = g.add_node("LoopCond", "cond", inputs=[less.output(0)])
+    switch = op(g, "Switch", "switch", merge, cond)
+    body = op(g, "AddV2", "body", switch.output(1), const(g, "step", increment, control_inputs=[switch.output(1).node]))
+    merge.set_input(1, op(g, "NextIteration", "next", body).output(0))
+    op(g, "Exit", "exit", switch.output(0))
+    op(g, "Identity", "out", g.get("exit"))
+    return g
+
+
+def test_optimize_verify_stops_an_endless_loop_with_a_one_line_error(tmp_path):
+    path = write_graph(_endless_loop_graph(), tmp_path / "endless.pb")
+    out = tmp_path / "out.pb"
+    start = time.monotonic()
+    code, _, err = run_dftool("optimize", path, out, "--verify", "--timeout", "0.5", timeout=60)
+    elapsed = time.monotonic() - start
+    line = error_line(err)
+    assert code == 1 and "--verify" in line and "--timeout 0.5 s" in line and "raise it with --timeout" in line
+    assert "while-loop frame 'loop'" in line   # where it was spinning
+    assert not out.exists() and elapsed < 30
+
+
+def test_optimize_verify_timeout_has_a_finite_default_named_in_help():
+    code, out, _ = run_dftool("optimize", "--help")
+    assert code == 0 and "--timeout" in out and "default: 60" in " ".join(out.split())
+    for command in ("run", "profile"):   # every command that executes a graph says how to bound it
+        code, out, _ = run_dftool(command, "--help")
+        assert code == 0 and "--timeout SECONDS" in out and "loop may never end" in " ".join(out.split())
+
+
+def test_run_timeout_names_the_running_loop_node():
+    with pytest.raises(RuntimeFailure) as raised:
+        Session(_endless_loop_graph(), threads=1).run(["out"], {"x": np.float32(0)}, timeout=0.2)
+    message = raised.value.one_line()
+    assert "timed out after 0.2 s" in message and "in while-loop frame 'loop' iteration" in message
+    assert "is not interrupted" in message
+
+
+def _matmul_chain(count: int, size: int) -> Graph:
+    g = Graph()
+    value = placeholder(g, "x", [size, size])
+    w = const(g, "w", np.eye(size, dtype=np.float32))
+    for index in range(count):
+        value = op(g, "MatMul", f"mm{index}", value, w, transpose_a=False, transpose_b=False)
+    return g
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_timeout_is_checked_between_heavy_kernels(threads):
+    """0.05 s asked on a chain of medium MatMuls used to stop after ~256 of them (1.7 s); now the
+    deadline is checked between every two nodes: the overshoot is at most a kernel or two."""
+    size, count = 256, 400
+    x = np.ones((size, size), np.float32)
+    session = Session(_matmul_chain(count, size), threads=threads)
+    single = Session(_matmul_chain(1, size), threads=1)
+    single.run(["mm0"], {"x": x})
+    start = time.perf_counter()
+    for _ in range(5):
+        single.run(["mm0"], {"x": x})
+    per_kernel = (time.perf_counter() - start) / 5
+    start = time.perf_counter()
+    with pytest.raises(RuntimeFailure, match=r"timed out after 0.05 s .*'mm\d+' \(MatMul\)"):
+        session.run([f"mm{count - 1}"], {"x": x}, timeout=0.05)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 0.05 + 10 * per_kernel + 0.25, (elapsed, per_kernel)
