@@ -380,6 +380,10 @@ class _Step:
         elif kind == SWITCH:
             if is_dead:
                 outputs = (DEAD, DEAD)
+            elif getattr(inputs[1], "ndim", 0) != 0:   # as TensorFlow's SwitchOp checks
+                self.error = RuntimeFailure(f"node '{item.name}' (Switch): the predicate (input 1) must be "
+                                            f"a scalar, but it is {_describe(inputs[1])}")
+                return
             elif bool(inputs[1]):
                 outputs = (DEAD, inputs[0])
             else:

@@ -191,7 +191,11 @@ def _cast_feed(array: np.ndarray, want, name: str) -> np.ndarray:
     float32 placeholder, int64 indices for int32, text for string); anything else is an error."""
     if array.dtype == want.numpy:
         return array
-    got = dtypes.from_numpy(array.dtype) if array.dtype.kind not in "OSU" else dtypes.string
+    try:
+        got = dtypes.from_numpy(array.dtype) if array.dtype.kind not in "OSU" else dtypes.string
+    except UsageError:
+        raise UsageError(f"feed '{name}': numpy dtype {array.dtype} has no TensorFlow counterpart",
+                         hint=f"save the array as {want.numpy}") from None
     if want is dtypes.string and array.dtype.kind in "OSU":
         return array.astype(object)
     if got.is_floating and want.is_floating:

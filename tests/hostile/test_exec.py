@@ -168,3 +168,92 @@ def test_timeout_is_checked_between_heavy_kernels(threads):
         session.run([f"mm{count - 1}"], {"x": x}, timeout=0.05)
     elapsed = time.perf_counter() - start
     assert elapsed < 0.05 + 10 * per_kernel + 0.25, (elapsed, per_kernel)
+
+
+# --- defect 8 (executor, colocation and grad): the input is at fault, never "internal error" -----
+
+def _switch_graph(pred_placeholder: bool) -> Graph:
+    g = Graph()
+    x = placeholder(g, "x", [2])
+    pred = placeholder(g, "p", None, dtypes.bool_) if pred_placeholder else const(g, "p", [True, False], dtypes.bool_)
+    switch = op(g, "Switch", "sw", x, pred)
+    op(g, "Identity", "out", switch.output(1))
+    return g
+
+
+@pytest.mark.parametrize("fed", [False, True])
+def test_a_switch_with_a_non_scalar_predicate_is_a_one_line_runtime_error(tmp_path, fed):
+    path = write_graph(_switch_graph(fed), tmp_path / "switch.pb")
+    np.save(tmp_path / "x.npy", np.ones(2, np.float32))
+    np.save(tmp_path / "p.npy", np.array([True, False]))
+    feeds = ["--feed", f"x={tmp_path / 'x.npy'}"] + (["--feed", f"p={tmp_path / 'p.npy'}"] if fed else [])
+    code, _, err = run_dftool("run", path, *feeds)
+    assert code == 1 and "node 'sw' (Switch): the predicate (input 1) must be a scalar, but it is bool[2]" in error_line(err)
+
+
+def test_grad_through_a_switch_with_a_non_scalar_predicate_names_the_node(tmp_path):
+    path = write_graph(_switch_graph(False), tmp_path / "switch.pb")
+    code, _, err = run_dftool("grad", path, tmp_path / "g.pb", "--y", "out", "--x", "x")
+    line = error_line(err)
+    assert code == 3 and "cannot differentiate node 'sw' (Switch)" in line and "internal error" not in line
+    assert not (tmp_path / "g.pb").exists()
+
+
+def _class_attr(kind: str):
+    from graphtool import attrs as attr_codec
+    from graphtool.proto.attr_value_pb2 import AttrValue
+
+    return {"string": AttrValue(s=b"loc:@a"), "int": AttrValue(i=5), "float": AttrValue(f=1.5),
+            "ints": AttrValue(list=AttrValue.ListValue(i=[1, 2])),
+            "tensor": attr_codec.encode(np.ones(2, np.float32))}[kind]
+
+
+@pytest.mark.parametrize("kind", ["string", "int", "float", "ints", "tensor"])
+@pytest.mark.parametrize("command", ["prune", "place"])
+def test_a_class_attr_that_is_not_a_list_of_strings_is_an_invalid_graph(tmp_path, kind, command):
+    from ..helpers import const_def, graph_def, node_def
+    from ..helpers import F32
+
+    proto = graph_def(const_def("a", [1.0, 2.0]), node_def("b", "Identity", ["a"], T=F32, _class=_class_attr(kind)),
+                      node_def("out", "Neg", ["b"], T=F32))
+    path = write_graph(proto, tmp_path / "g.pb")
+    extra = ["--fetch", "out"] if command == "prune" else ["--devices", "cpu:0,cpu:1"]
+    code, _, err = run_dftool(command, path, tmp_path / "o.pb", *extra)
+    line = error_line(err)
+    assert code == 3 and "node 'b': its _class attr must be a list of strings" in line
+
+
+@pytest.mark.parametrize("exc", [ValueError("bad value"), TypeError("bad type"), IndexError("index 9"),
+                                 ZeroDivisionError("division by zero"), MemoryError(), OverflowError("big"),
+                                 KeyError("k"), AttributeError("no attr"), AssertionError()])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_any_kernel_exception_is_a_runtime_failure_naming_node_and_op(monkeypatch, exc, threads):
+    from graphtool.exec.kernels import registry
+
+    def broken(ctx, x):
+        raise exc
+
+    for device in (registry.CPU,):
+        original = registry.lookup("Neg", device)
+        monkeypatch.setitem(registry._KERNELS, ("Neg", device),
+                            registry.KernelDef("Neg", device, broken, (), expensive=True))
+    g = Graph()
+    x = placeholder(g, "x", [4])
+    op(g, "Neg", "broken_neg", x)
+    op(g, "Abs", "other", x)   # something to run beside it: with threads=2 the Neg goes to the pool
+    with pytest.raises(RuntimeFailure) as raised:
+        Session(g, threads=threads).run(["broken_neg", "other"], {"x": np.ones(4, np.float32)})
+    line = raised.value.one_line()
+    assert "node 'broken_neg' (Neg) failed on inputs [float32[4]]" in line
+    assert (str(exc).split() and " ".join(str(exc).split()) in line) or type(exc).__name__ in line
+    assert original is not None
+
+
+def test_a_feed_whose_numpy_dtype_has_no_tensorflow_type_names_the_feed():
+    from graphtool.errors import UsageError
+
+    g = Graph()
+    op(g, "Neg", "y", placeholder(g, "x", [2]))
+    for value in (np.zeros(2, dtype="V4"), np.zeros(2, dtype=[("a", "i4")]), np.zeros(2, dtype="datetime64[D]")):
+        with pytest.raises(UsageError, match="feed 'x': numpy dtype .* has no TensorFlow counterpart"):
+            Session(g, threads=1).run(["y"], {"x": value})
