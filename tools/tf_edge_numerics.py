@@ -24,6 +24,17 @@ TOPK_CASES = [  # (values, k, sorted)
     ([1.0, 3.0, 3.0, 2.0, 3.0], 5, True),
     ([1.0, 3.0, 3.0, 2.0, 3.0], 2, True),
     ([0.0, -0.0, 0.0, -0.0], 4, True),
+    # Longer rows: introsort (over 16 columns), TopN heaps, Eigen's 8-lane packets for k = 1.
+    (["nan", "nan", 2.0, "nan", "nan", 5.0, 3.0, 0.0, 5.0, "nan", 0.0, 3.0, 0.0, 3.0, "nan", 0.0, "nan"], 1, True),
+    ([5.0, "nan", "nan", 2.0, 3.0, 4.0, 4.0, "inf", 0.0, 5.0, 2.0, 1.0, 1.0, "inf", "inf", "nan", "inf", 5.0, 4.0,
+      "inf", "inf", "nan", 3.0, 2.0, 4.0, "inf", 1.0, 4.0, "nan", 2.0, "inf", 2.0, "inf"], 16, False),
+    ([5.0, "nan", "nan", 2.0, 3.0, 4.0, 4.0, "inf", 0.0, 5.0, 2.0, 1.0, 1.0, "inf", "inf", "nan", "inf", 5.0, 4.0,
+      "inf", "inf", "nan", 3.0, 2.0, 4.0, "inf", 1.0, 4.0, "nan", 2.0, "inf", 2.0, "inf"], 33, True),
+    ([5.0, "nan", "nan", 2.0, 3.0, 4.0, 4.0, "inf", 0.0, 5.0, 2.0, 1.0, 1.0, "inf", "inf", "nan", "inf", 5.0, 4.0,
+      "inf", "inf", "nan", 3.0, 2.0, 4.0, "inf", 1.0, 4.0, "nan", 2.0, "inf", 2.0, "inf"], 7, True),
+    # Eigen's packets hold 4 float64 and 8 float16.
+    (["nan", "nan", 1.0, "nan"], 1, True, "float64"),
+    (["nan", "nan", 5.0, "nan", 3.0], 1, True, "float16"),
 ]
 
 
@@ -42,11 +53,12 @@ def activations() -> dict:
 
 def top_k() -> list:
     out = []
-    for values, k, is_sorted in TOPK_CASES:
-        array = np.array([float(v) for v in values], np.float32)
+    for values, k, is_sorted, *dtype in TOPK_CASES:
+        dtype = dtype[0] if dtype else "float32"
+        array = np.array([float(v) for v in values], dtype)
         result = tf.math.top_k(array, k=k, sorted=is_sorted)
-        out.append({"input": values, "k": k, "sorted": is_sorted, "values": _floats(result.values.numpy()),
-                    "indices": result.indices.numpy().tolist()})
+        out.append({"input": values, "k": k, "sorted": is_sorted, "dtype": dtype,
+                    "values": _floats(result.values.numpy()), "indices": result.indices.numpy().tolist()})
     return out
 
 

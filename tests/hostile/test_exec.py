@@ -257,3 +257,106 @@ def test_a_feed_whose_numpy_dtype_has_no_tensorflow_type_names_the_feed():
     for value in (np.zeros(2, dtype="V4"), np.zeros(2, dtype=[("a", "i4")]), np.zeros(2, dtype="datetime64[D]")):
         with pytest.raises(UsageError, match="feed 'x': numpy dtype .* has no TensorFlow counterpart"):
             Session(g, threads=1).run(["y"], {"x": value})
+
+
+# --- defect 13: numerics as TensorFlow 2.21 (tools/tf_edge_numerics.py, TF_ENABLE_ONEDNN_OPTS=0) ---
+ACTIVATION_INPUTS = [-104, -103, -100, -90, -89, -88, -87.5, -87, -30, -20, -17, -16, -15, 0, 15, 16, 17, 20, 30, 88, 89, 100, -710, -740, -746]
+TF_ACTIVATIONS = {
+    'float16': {
+        'Softplus': [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 5.960464477539063e-08, 1.1920928955078125e-07, 2.980232238769531e-07, 0.693359375, 15.0, 16.0, 17.0, 20.0, 30.0, 88.0, 89.0, 100.0, 0.0, 0.0, 0.0],
+        'Sigmoid': [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 5.960464477539063e-08, 1.1920928955078125e-07, 2.980232238769531e-07, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0],
+    },
+    'bfloat16': {
+        'Softplus': [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.6438553812280427e-38, 9.370282327836321e-14, 2.066371962428093e-09, 4.1443854570388794e-08, 1.126900315284729e-07, 3.0547380447387695e-07, 0.69140625, 15.0, 16.0, 17.0, 20.0, 30.0, 88.0, 89.0, 100.0, 0.0, 0.0, 0.0],
+        'Sigmoid': [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.6438553812280427e-38, 9.370282327836321e-14, 2.066371962428093e-09, 4.1443854570388794e-08, 1.126900315284729e-07, 3.0547380447387695e-07, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0],
+    },
+    'float32': {
+        'Softplus': [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.6458114537543937e-38, 9.357622912219837e-14, 2.06115369216775e-09, 4.139937814784389e-08, 1.1253517584464134e-07, 3.0590231858695915e-07, 0.6931471824645996, 15.0, 16.0, 17.0, 20.0, 30.0, 88.0, 89.0, 100.0, 0.0, 0.0, 0.0],
+        'Sigmoid': [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.6458111734947008e-38, 9.357624267472553e-14, 2.0611541362569596e-09, 4.139937104241653e-08, 1.1253517584464134e-07, 3.0590220490012143e-07, 0.5, 0.9999997019767761, 0.9999998807907104, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0],
+    },
+    'float64': {
+        'Softplus': [6.813556821545298e-46, 1.8521167695179754e-45, 3.7200759760208356e-44, 8.194012623990515e-40, 2.2273635617957438e-39, 6.054601895401186e-39, 9.982350930569248e-39, 1.6458114310822734e-38, 9.357622968839737e-14, 2.061153620314381e-09, 4.139937633089747e-08, 1.1253516838717681e-07, 3.0590227371372044e-07, 0.6931471805599453, 15.000000305902272, 16.00000011253517, 17.000000041399378, 20.000000002061153, 30.00000000000009, 88.0, 89.0, 100.0, 0.0, 0.0, 0.0],
+        'Sigmoid': [6.813556821545298e-46, 1.8521167695179754e-45, 3.7200759760208356e-44, 8.194012623990515e-40, 2.2273635617957438e-39, 6.054601895401186e-39, 9.982350930569248e-39, 1.6458114310822734e-38, 9.3576229688393e-14, 2.0611536181902033e-09, 4.13993754739433e-08, 1.12535162055095e-07, 3.059022269256247e-07, 0.5, 0.9999996940977731, 0.9999998874648379, 0.9999999586006245, 0.9999999979388464, 0.9999999999999064, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0],
+    },
+}
+TF_TOP_K = [  # (input, k, sorted, dtype, TensorFlow's indices)
+    ([1.0, 'nan', 3.0, 'nan', 3.0, '-inf', 'inf', 2.0], 8, True, 'float32', [6, 2, 0, 1, 3, 4, 7, 5]),
+    ([1.0, 'nan', 3.0, 'nan', 3.0, '-inf', 'inf', 2.0], 3, True, 'float32', [1, 6, 2]),
+    ([1.0, 'nan', 3.0, 'nan', 2.0], 5, False, 'float32', [2, 0, 1, 3, 4]),
+    ([1.0, 'nan', 3.0, 'nan', 2.0], 1, True, 'float32', [4]),
+    (['nan', 1.0, 2.0], 1, True, 'float32', [2]),
+    ([3.0, 'nan', 1.0, 2.0], 1, True, 'float32', [3]),
+    ([5.0, 5.0, 'nan', 5.0], 4, True, 'float32', [0, 1, 2, 3]),
+    ([1.0, 3.0, 3.0, 2.0, 3.0], 5, True, 'float32', [1, 2, 4, 3, 0]),
+    ([1.0, 3.0, 3.0, 2.0, 3.0], 2, True, 'float32', [1, 2]),
+    ([0.0, -0.0, 0.0, -0.0], 4, True, 'float32', [0, 1, 2, 3]),
+    (['nan', 'nan', 2.0, 'nan', 'nan', 5.0, 3.0, 0.0, 5.0, 'nan', 0.0, 3.0, 0.0, 3.0, 'nan', 0.0, 'nan'], 1, True, 'float32', [0]),
+    ([5.0, 'nan', 'nan', 2.0, 3.0, 4.0, 4.0, 'inf', 0.0, 5.0, 2.0, 1.0, 1.0, 'inf', 'inf', 'nan', 'inf', 5.0, 4.0, 'inf', 'inf', 'nan', 3.0, 2.0, 4.0, 'inf', 1.0, 4.0, 'nan', 2.0, 'inf', 2.0, 'inf'], 16, False, 'float32', [15, 10, 11, 3, 4, 5, 6, 17, 1, 9, 0, 2, 7, 13, 14, 16]),
+    ([5.0, 'nan', 'nan', 2.0, 3.0, 4.0, 4.0, 'inf', 0.0, 5.0, 2.0, 1.0, 1.0, 'inf', 'inf', 'nan', 'inf', 5.0, 4.0, 'inf', 'inf', 'nan', 3.0, 2.0, 4.0, 'inf', 1.0, 4.0, 'nan', 2.0, 'inf', 2.0, 'inf'], 33, True, 'float32', [16, 30, 32, 28, 25, 21, 19, 20, 15, 13, 14, 22, 1, 2, 7, 0, 9, 17, 5, 6, 18, 24, 27, 4, 3, 10, 23, 29, 31, 11, 12, 26, 8]),
+    ([5.0, 'nan', 'nan', 2.0, 3.0, 4.0, 4.0, 'inf', 0.0, 5.0, 2.0, 1.0, 1.0, 'inf', 'inf', 'nan', 'inf', 5.0, 4.0, 'inf', 'inf', 'nan', 3.0, 2.0, 4.0, 'inf', 1.0, 4.0, 'nan', 2.0, 'inf', 2.0, 'inf'], 7, True, 'float32', [0, 1, 7, 2, 13, 14, 16]),
+    (['nan', 'nan', 1.0, 'nan'], 1, True, 'float64', [2]),
+    (['nan', 'nan', 5.0, 'nan', 3.0], 1, True, 'float16', [4]),
+]
+
+
+def _run_unary(op_name: str, values: np.ndarray, dtype) -> np.ndarray:
+    g = Graph()
+    op(g, op_name, "y", placeholder(g, "x", [values.size], dtype), dtype=dtype)
+    return Session(g, threads=1).run(["y"], {"x": values.astype(dtype.numpy)}).values[0].astype(np.float64)
+
+
+@pytest.mark.parametrize("op_name", ["Softplus", "Sigmoid"])
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16", "float32", "float64"])
+def test_softplus_and_sigmoid_underflow_to_zero_like_tensorflow(op_name, dtype_name):
+    """TensorFlow flushes denormal results to zero (float32/float64/bfloat16; a float16 result may
+    be a float16 denormal): Softplus(-100) and Sigmoid(-100) in float32 are 0, not 3.8e-44."""
+    dtype = getattr(dtypes, dtype_name)
+    x = np.array(ACTIVATION_INPUTS, np.float64)
+    got = _run_unary(op_name, x, dtype)
+    want = np.array(TF_ACTIVATIONS[dtype_name][op_name], np.float64)
+    underflow = want == 0
+    np.testing.assert_array_equal(got[underflow], want[underflow])   # 0 where TensorFlow's underflows
+    if dtype_name in ("float16", "bfloat16"):
+        np.testing.assert_array_equal(got, want)
+    else:   # Eigen's float32/float64 exp and logistic round a few ulps differently in the normal range
+        np.testing.assert_allclose(got, want, rtol=4e-7 if dtype_name == "float32" else 1e-15, atol=0)
+
+
+@pytest.mark.parametrize("values, k, is_sorted, dtype_name, indices", TF_TOP_K)
+def test_top_k_orders_nan_and_ties_exactly_as_tensorflow(values, k, is_sorted, dtype_name, indices):
+    dtype = getattr(dtypes, dtype_name)
+    row = np.array([float(v) for v in values], dtype.numpy)
+    for rows in (row[None], np.stack([row, np.arange(row.size, dtype=row.dtype)])):   # NaN rows beside others
+        g = Graph()
+        x = placeholder(g, "x", list(rows.shape), dtype)
+        g.add_node("TopKV2", "top", inputs=[x.output(0), const(g, "k", k, dtypes.int32).output(0)],
+                   attrs={"T": dtype, "sorted": is_sorted})
+        got_values, got_indices = Session(g, threads=1).run(["top:0", "top:1"], {"x": rows}).values
+        assert got_indices[0].tolist() == indices
+        np.testing.assert_array_equal(got_values[0], row[indices])
+        if rows.shape[0] == 2:   # a row without NaN: largest first, ties by index
+            assert got_indices[1].tolist() == list(range(row.size - 1, row.size - 1 - k, -1))
+
+
+@pytest.mark.parametrize("op_name", ["FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"])
+@pytest.mark.parametrize("is_training", [True, False])
+@pytest.mark.parametrize("shape, data_format", [((0, 2, 2, 3), "NHWC"), ((2, 0, 2, 3), "NHWC"), ((0, 3, 2, 2), "NCHW")])
+def test_fused_batch_norm_of_an_empty_batch_gives_nan_statistics_like_tensorflow(op_name, is_training, shape, data_format):
+    """TensorFlow 2.21 does not raise on an empty x (training or not): y is empty, the batch mean
+    and variance are NaN, and the reserve spaces are left unwritten (any values; shape [C])."""
+    g = Graph()
+    x = placeholder(g, "x", list(shape))
+    inputs = [x.output(0)] + [const(g, name, value).output(0) for name, value in (
+        ("scale", np.ones(3)), ("offset", np.zeros(3)), ("mean", np.full(3, 0.5)), ("variance", np.full(3, 2.0)))]
+    attrs = {"T": dtypes.float32, "epsilon": 0.001, "is_training": is_training, "data_format": data_format,
+             "exponential_avg_factor": 0.5 if is_training else 1.0}
+    if op_name != "FusedBatchNorm":
+        attrs["U"] = dtypes.float32
+    node = g.add_node(op_name, "bn", inputs=inputs, attrs=attrs)
+    outputs = Session(g, threads=1).run([f"bn:{i}" for i in range(node.num_outputs)],
+                                        {"x": np.zeros(shape, np.float32)}).values
+    assert outputs[0].shape == shape and outputs[0].dtype == np.float32
+    for statistic in outputs[1:3]:
+        assert statistic.shape == (3,) and np.isnan(statistic).all()
+    for reserve in outputs[3:5]:
+        assert reserve.shape == (3,)
