@@ -25,8 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..errors import RuntimeFailure
-from . import transfer
+from . import step_errors, transfer
 from .resources import step_scope
+from .step_errors import StepTimeout
 from .plan import ENTER, EXIT, FED, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, FrameTemplate, Item, Plan
 
 
@@ -300,24 +301,12 @@ class _Step:
     def _check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline and self.error is None:
             self.error = StepTimeout(f"step timed out after {self.timeout:g} s "
-                                        f"({self.nodes_executed} nodes executed; {self._where()})",
+                                     f"({self.nodes_executed} nodes executed; {step_errors.where(self)})",
                                         hint="a loop that never ends? raise --timeout if it is just slow "
                                              "(a kernel already running, e.g. a BLAS call, is not interrupted)")
             self.ready.clear()
             if self.rendezvous is not None:  # wake this step's Recvs, and the other devices'
                 self.rendezvous.abort(self.error, self.participant)
-
-    def _where(self) -> str:
-        """What the step was doing when it ran out of time: the node the scheduling thread ran
-        last and the kernels still running on the pool, with their loop frame and iteration."""
-        parts = []
-        if self.last is not None and id(self.last) not in self.running:
-            parts.append("last node run " + _describe_node(self.last))
-        running = [_describe_node(tagged) for tagged in self.running.values()]
-        if running:
-            parts.append("still running " + ", ".join(running[:4])
-                         + (f" and {len(running) - 4} more" if len(running) > 4 else ""))
-        return "; ".join(parts) or "no node had started"
 
     # --- running one node ---------------------------------------------------------------------
     def _on_worker(self, tagged, inputs) -> None:
@@ -573,7 +562,7 @@ class _Step:
     def _collect(self) -> list:
         unfinished_targets = [t for t in self.targets if t not in self.targets_done]
         if not all(self.fetched) or unfinished_targets:
-            raise self._stuck_error(unfinished_targets)
+            raise step_errors.stuck_error(self, unfinished_targets)
         for (item, entries) in self.fetch_slots.items():
             for position, port in entries:
                 if self.results[position] is DEAD and self.allow_dead:
@@ -583,42 +572,9 @@ class _Step:
                                          f"cond (Switch) that was not taken")
         return self.results
 
-    def _stuck_error(self, unfinished_targets=()) -> RuntimeFailure:
-        missing_items = [item for item, entries in self.fetch_slots.items()
-                         for position, _ in entries if not self.fetched[position]]
-        missing = [f"{item.name}:{port}" for item, entries in self.fetch_slots.items()
-                   for position, port in entries if not self.fetched[position]]
-        missing += [item.name for item in unfinished_targets]
-        stuck = self._waiting_nodes(missing_items + list(unfinished_targets))
-        detail = ("; nodes waiting for inputs that never came: " + ", ".join(stuck[:8])
-                  + (f" and {len(stuck) - 8} more" if len(stuck) > 8 else "")) if stuck else ""
-        return RuntimeFailure(f"the graph cannot finish: {', '.join(missing)} never computed{detail}",
-                              hint="a Recv nobody sends, or an edge that can never arrive?")
-
-    def _waiting_nodes(self, missing: list[Item]) -> list[str]:
-        """The frontier behind what was never computed: nodes that never ran although some of
-        their inputs did (their other inputs never came)."""
-        item_of, ran = self.plan.item_of, self.ran
-        frontier, seen, stack = [], set(), list(missing)
-        while stack:
-            item = stack.pop()
-            if item.id in seen or ran[item.id]:
-                continue
-            seen.add(item.id)
-            producers = [item_of[n.name] for n in item.node.input_nodes() if n.name in item_of]
-            if any(ran[p.id] for p in producers):
-                frontier.append(item.name)
-            stack.extend(p for p in producers if not ran[p.id])
-        return sorted(frontier)
-
-
 
 def _quiet_numpy_warnings() -> None:
     np.seterr(all="ignore")
-
-
-class StepTimeout(RuntimeFailure):
-    """A step ran past its timeout; the message says what was running."""
 
 
 class NumericsError(RuntimeFailure):
@@ -632,12 +588,6 @@ def _check_finite(item: Item, outputs) -> None:
             what = "NaN" if bool(item.ctx.xp.isnan(value).any()) else "Inf"
             raise NumericsError(f"--check-numerics: node '{item.name}' ({item.node.op}) produced {what} "
                                 f"in output {port} {_describe(value)}")
-
-
-def _describe_node(tagged) -> str:
-    item, frame, it = tagged
-    where = f" in while-loop frame '{frame.template.name}' iteration {it}" if frame.parent is not None else ""
-    return f"'{item.name}' ({item.node.op}){where}"
 
 
 def _describe(value) -> str:

@@ -8,7 +8,8 @@ tensorflow::gtl::TopN (a binary heap of libstdc++'s heap algorithms) when k is s
 Eigen's maximum reduction when k is 1. This module replays those steps on one row, on the host;
 rows without NaN never come here (a stable sort gives the same, faster).
 
-Every function takes `greater(a, b)`, the comparator on positions of a list, and works in place.
+Every function takes `greater(a, b)`, the comparator on the items being ordered (column indices),
+and works in place.
 """
 from __future__ import annotations
 
