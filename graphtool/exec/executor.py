@@ -300,7 +300,7 @@ class _Step:
 
     def _check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline and self.error is None:
-            self.error = StepTimeout(f"step timed out after {self.timeout:g} s "
+            self.error = StepTimeout(f"step timed out after {self.timeout:.3g} s "
                                      f"({self.nodes_executed} nodes executed; {step_errors.where(self)})",
                                         hint="a loop that never ends? raise --timeout if it is just slow "
                                              "(a kernel already running, e.g. a BLAS call, is not interrupted)")
