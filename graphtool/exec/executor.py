@@ -131,13 +131,14 @@ class Executor:
                  timeout: float | None = None, resources=None, allow_dead: bool = False,
                  rendezvous=None, participant=None, stats=None) -> tuple[list, StepStats]:
         """Execute the plan; returns (fetched values, this step's StepStats). Several steps may
-        run at once (from several threads): everything a step changes is its own. `feeds` maps FED items to their output tuples; returns the fetched
-        values in order (None for a dead fetch when `allow_dead`, else a dead fetch is an error).
-        Raises RuntimeFailure naming the node on kernel errors, a timeout, or a graph that cannot
-        finish. `_Send`/`_Recv` nodes meet in `rendezvous` (shared with the other devices' executors
-        of a multi-device step; `participant` names this one there); without one, a graph that
-        sends to itself gets a private rendezvous. `stats` (a step_stats.StepStats) records every
-        node execution and the memory in use; without it the step pays nothing for statistics."""
+        run at once (from several threads): everything a step changes is its own. `feeds` maps
+        FED items to their output tuples; the fetched values come in order (None for a dead
+        fetch when `allow_dead`, else a dead fetch is an error). Raises RuntimeFailure naming the
+        node on kernel errors, a timeout (StepTimeout), or a graph that cannot finish.
+        `_Send`/`_Recv` nodes meet in `rendezvous` (shared with the other devices' executors of a
+        multi-device step; `participant` names this one there); without one, a graph that sends
+        to itself gets a private rendezvous. `stats` (a step_stats.StepStats) records every node
+        execution and the memory in use; without it the step pays nothing for statistics."""
         step = _Step(self, feeds, fetches, timeout, resources) if stats is None else \
             _traced_step(self, stats, feeds, fetches, timeout, resources)
         step.allow_dead = allow_dead

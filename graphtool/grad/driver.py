@@ -115,7 +115,8 @@ def add_gradients(graph: Graph, y, xs, prefix: str = "grad", *, builder=None) ->
             report.gradients.append(_emit(run, arrived, y_ref, x, name, report))
     except GraphBuildError as exc:   # outside any one node's gradient (those name their node)
         raise InvalidGraphError(f"cannot build the gradient of '{y_ref.name}': {exc}",
-                                hint="the graph's shapes or dtypes do not fit together (dftool inspect shows them)") from None
+                                hint="the graph's shapes or dtypes do not fit together "
+                                     "(dftool inspect shows them)") from None
     complete = current_context(builder) is None
     if complete:
         _drop_unused_backward_nodes(graph, forward_nodes, [graph.node(e.name) for e in report.gradients])
