@@ -411,3 +411,18 @@ def test_fused_batch_norm_of_an_empty_batch_gives_nan_statistics_like_tensorflow
         assert statistic.shape == (3,) and np.isnan(statistic).all()
     for reserve in outputs[3:5]:
         assert reserve.shape == (3,)
+
+
+def test_a_class_attr_that_is_not_a_list_inside_a_function_body_is_an_invalid_graph(tmp_path):
+    """Inlining a call renames the body's colocation groups; a `_class` there is read as strictly
+    as one in the main graph."""
+    from graphtool.proto import GraphDef
+
+    proto = GraphDef()
+    proto.ParseFromString((FIXTURES.parent / "functional" / "nested_calls" / "graph.pb").read_bytes())
+    body_node = next(n for f in proto.library.function for n in f.node_def if n.op == "Relu")
+    body_node.attr["_class"].CopyFrom(_class_attr("string"))
+    path = write_graph(proto, tmp_path / "g.pb")
+    code, _, err = run_dftool("run", path, "--feeds", FIXTURES.parent / "functional" / "nested_calls" / "feeds.npz")
+    line = error_line(err)
+    assert code == 3 and "node 'Relu': its _class attr must be a list of strings" in line, line
