@@ -54,31 +54,34 @@ def _temps(directory) -> list[str]:
 
 # --- defect 1: special files as OUT ----------------------------------------------------------------
 
+def _device(tmp_path, name: str, minor: int) -> str:
+    """/dev/NAME (character device 1,MINOR) to write to. As root, a private node in tmp_path: a
+    regression (temp file and rename) would replace the machine's own /dev/NAME."""
+    if not ROOT:
+        return f"/dev/{name}"
+    device = tmp_path / name
+    try:
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+    except OSError as exc:
+        pytest.skip(f"cannot make a device node here: {exc}")
+    return str(device)
+
+
 def test_a_device_is_written_through_not_replaced(tmp_path):
-    graph = _small_graph(tmp_path)
-    if ROOT:
-        # As root the old temp-and-rename replaced /dev/null itself: use a private null device.
-        device = tmp_path / "null"
-        try:
-            os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-        except OSError as exc:
-            pytest.skip(f"cannot make a device node here: {exc}")
-    else:
-        device = "/dev/null"
-    code, _, stderr = run_dftool("prune", graph, device, "--fetch", "y", "-q")
+    device = _device(tmp_path, "null", 3)
+    code, _, stderr = run_dftool("prune", _small_graph(tmp_path), device, "--fetch", "y", "-q")
     assert code == 0, stderr
     assert stat.S_ISCHR(os.stat(device).st_mode)
     assert _temps(tmp_path) == []
 
 
 def test_a_full_device_is_one_line_exit_1(tmp_path):
-    if not os.path.exists("/dev/full"):
-        pytest.skip("no /dev/full")
-    code, _, stderr = run_dftool("prune", _small_graph(tmp_path), "/dev/full", "--fetch", "y", "-q")
+    device = _device(tmp_path, "full", 7)
+    code, _, stderr = run_dftool("prune", _small_graph(tmp_path), device, "--fetch", "y", "-q")
     assert code == 1
     line = error_line(stderr)
-    assert "/dev/full" in line and "No space left" in line
-    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    assert device in line and "No space left" in line
+    assert stat.S_ISCHR(os.stat(device).st_mode)
 
 
 def test_a_fifo_is_written_through(tmp_path):
