@@ -39,21 +39,23 @@ def _on_signal(signum, frame) -> None:
 
     os._exit, not an exception: an exception would unwind through whatever was running (an import,
     click's own Ctrl-C handling that prints a blank line, a worker pool) and could print more."""
-    for name in SIGNAL_EXITS:  # a second Ctrl-C while this runs must not print a second line
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_IGN)
-    graph_io = sys.modules.get("graphtool.graph_io")  # imported only if a write can have begun
-    if graph_io is not None:
-        graph_io.discard_temp_files()
     code, what = next((v for k, v in SIGNAL_EXITS.items() if getattr(signal, k, None) == signum),
                       (128 + signum, f"killed by signal {signum}"))
-    # On a terminal: start the line afresh (after "^C" or a progress bar) and show the cursor again.
-    prefix = "\r\x1b[2K\x1b[?25h" if os.isatty(2) else ""
     try:
+        for name in SIGNAL_EXITS:  # a second Ctrl-C while this runs must not print a second line
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
+        # Only once graph_io is fully imported can a write have begun (it may be half-imported now).
+        discard = getattr(sys.modules.get("graphtool.graph_io"), "discard_temp_files", None)
+        if discard is not None:
+            discard()
+        # On a terminal: start the line afresh (after "^C" or a progress bar), show the cursor again.
+        prefix = "\r\x1b[2K\x1b[?25h" if os.isatty(2) else ""
         os.write(2, f"{prefix}error: {what}\n".encode())
-    except OSError:
+    except BaseException:  # nothing may stop the exit
         pass
-    os._exit(code)
+    finally:
+        os._exit(code)
 
 
 def install_signal_handlers() -> None:

@@ -350,8 +350,7 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path, delay):
     time.sleep(delay)  # 0 and 0.05: during the imports; 1.0: while the loop runs
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == 130
-    assert stderr.decode() == "error: interrupted\n"
+    assert (proc.returncode, stderr.decode()) == (130, "error: interrupted\n")
 
 
 # --- defect 12: broken pipe ----------------------------------------------------------------------------
