@@ -280,6 +280,21 @@ def write_atomic(path: str, data: bytes) -> None:
     _replace(path, target, directory, status, data)
 
 
+def ensure_directory(path: str, what: str) -> None:
+    """Create an output directory (and its parents) for OPTION `what`; UsageError (exit 2) when it
+    cannot be: a file in the way, no permission, under /proc or /sys."""
+    target = os.path.realpath(path)
+    for tree in _KERNEL_TREES:
+        if target == tree or target.startswith(tree + "/"):
+            raise UsageError(f"{what} '{path}': is under {tree}, a kernel interface, not a place for output files")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"{what} '{path}' exists and is not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{what} '{path}': cannot create the directory ({exc.strerror or exc})") from None
+
+
 def _write_through(path: str, data: bytes) -> None:
     """A device or FIFO: open it for writing (no create, no truncate) and write everything."""
     try:

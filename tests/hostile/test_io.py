@@ -390,3 +390,17 @@ def test_memory_error_is_one_line(tmp_path, monkeypatch, capsys, where, code):
     line = error_line(capsys.readouterr().err)
     assert line.startswith("error: out of memory") and "internal error" not in line
     assert out.read_bytes() == b"previous"
+
+
+@pytest.mark.parametrize("option, where", [("--dump-dir", "/proc/dftool-dump"), ("--dump-dir", "{graph}/sub"),
+                                           ("--split-dir", "/sys/dftool-split"), ("--split-dir", "{graph}")])
+def test_an_impossible_output_directory_is_exit_2(tmp_path, option, where):
+    graph = _small_graph(tmp_path)
+    if option == "--split-dir":  # partition wants a placed graph
+        assert run_dftool("place", graph, tmp_path / "placed.pb", "-q")[0] == 0
+        graph = str(tmp_path / "placed.pb")
+    where = where.format(graph=graph)
+    command = ["optimize", graph, tmp_path / "o.pb"] if option == "--dump-dir" else ["partition", graph, tmp_path / "o.pb"]
+    code, _, stderr = run_dftool(*command, option, where, "-q")
+    assert code == 2
+    assert option in error_line(stderr) and where in stderr
