@@ -404,3 +404,27 @@ def test_an_impossible_output_directory_is_exit_2(tmp_path, option, where):
     code, _, stderr = run_dftool(*command, option, where, "-q")
     assert code == 2
     assert option in error_line(stderr) and where in stderr
+
+
+def test_an_unwritable_directory_is_a_usage_error(tmp_path, monkeypatch):
+    """(As root every directory is writable: the refusal the kernel would give is simulated.)"""
+    from graphtool.errors import UsageError
+
+    out = tmp_path / "o.pb"
+    real_open = os.open
+
+    def refuse_temp_files(path, flags, *args, **kwargs):
+        if str(path).endswith(".tmp"):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse_temp_files)
+    with pytest.raises(UsageError, match=f"{out}: cannot create a file in {tmp_path}"):
+        graph_io.write_atomic(str(out), b"data")
+    assert list(tmp_path.iterdir()) == [] and not graph_io._pending_temps
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    out.write_bytes(b"old")
+    out.chmod(0o644)
+    with pytest.raises(UsageError, match="read-only"):
+        graph_io.write_atomic(str(out), b"data")
+    assert out.read_bytes() == b"old"
