@@ -266,9 +266,9 @@ def write_atomic(path: str, data: bytes) -> None:
         kind = "a socket" if S_ISSOCK(status.st_mode) else "not a regular file"
         raise UsageError(f"{path}: is {kind}, not an output file")
     target = os.path.realpath(path)
-    for tree in _KERNEL_TREES:
-        if target == tree or target.startswith(tree + "/"):
-            raise UsageError(f"{path}: is under {tree}, a kernel interface, not a place for output files")
+    if _kernel_tree(target):
+        raise UsageError(f"{path}: is under {_kernel_tree(target)}, a kernel interface, not a place for "
+                         f"output files")
     directory = os.path.dirname(target) or "."
     if not os.path.isdir(directory):
         raise UsageError(f"{path}: directory {os.path.dirname(path) or directory} does not exist")
@@ -283,16 +283,19 @@ def write_atomic(path: str, data: bytes) -> None:
 def ensure_directory(path: str, what: str) -> None:
     """Create an output directory (and its parents) for OPTION `what`; UsageError (exit 2) when it
     cannot be: a file in the way, no permission, under /proc or /sys."""
-    target = os.path.realpath(path)
-    for tree in _KERNEL_TREES:
-        if target == tree or target.startswith(tree + "/"):
-            raise UsageError(f"{what} '{path}': is under {tree}, a kernel interface, not a place for output files")
+    tree = _kernel_tree(os.path.realpath(path))
+    if tree:
+        raise UsageError(f"{what} '{path}': is under {tree}, a kernel interface, not a place for output files")
     if os.path.exists(path) and not os.path.isdir(path):
         raise UsageError(f"{what} '{path}' exists and is not a directory")
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"{what} '{path}': cannot create the directory ({exc.strerror or exc})") from None
+
+
+def _kernel_tree(real_path: str) -> str | None:
+    return next((tree for tree in _KERNEL_TREES if real_path == tree or real_path.startswith(tree + "/")), None)
 
 
 def _write_through(path: str, data: bytes) -> None:
@@ -350,6 +353,9 @@ def _replace(path: str, target: str, directory: str, status, data: bytes) -> Non
         except OSError:
             pass
         if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):  # e.g. a sticky directory
+                raise UsageError(f"{path}: cannot replace it ({exc.strerror or exc}); "
+                                 f"{'the existing file is untouched' if status else 'nothing written'}") from None
             full = exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG)
             raise RuntimeFailure(f"{path}: cannot write ({exc.strerror or exc}); "
                                  f"{'the existing file is untouched' if status else 'nothing written'}",
