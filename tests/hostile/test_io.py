@@ -428,3 +428,18 @@ def test_an_unwritable_directory_is_a_usage_error(tmp_path, monkeypatch):
     with pytest.raises(UsageError, match="read-only"):
         graph_io.write_atomic(str(out), b"data")
     assert out.read_bytes() == b"old"
+
+
+def test_saved_model_variables_index_read_is_bounded(tmp_path):
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(REPO_ROOT / "tests" / "fixtures" / "saved_models" / "tf1_resource" / "model", model)
+    index = model / "variables" / "variables.index"
+    index.unlink()
+    index.symlink_to("/dev/zero")
+    proc = _dftool("inspect", model, "--max-input-bytes", "64M", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, preexec_fn=_at_most_3_gib)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 3
+    assert "variables.index" in error_line(stderr.decode()) and "64.0 MiB" in stderr.decode()
