@@ -443,3 +443,13 @@ def test_saved_model_variables_index_read_is_bounded(tmp_path):
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 3
     assert "variables.index" in error_line(stderr.decode()) and "64.0 MiB" in stderr.decode()
+
+
+def test_an_endless_cost_model_stops_at_the_bound(tmp_path):
+    proc = _dftool("place", _small_graph(tmp_path), tmp_path / "o.pb", "--cost-model", "/dev/zero",
+                   "--max-input-bytes", "16M", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, preexec_fn=_at_most_3_gib)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 3
+    assert "cost model '/dev/zero'" in error_line(stderr.decode())
+    assert not (tmp_path / "o.pb").exists()
