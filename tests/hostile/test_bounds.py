@@ -263,7 +263,7 @@ def test_running_an_oversized_filled_constant_is_a_one_line_exit_3(tmp_path, dty
     assert "node 'big'" in line and "above the tensor size limit of 1.0 GiB" in line and "--max-tensor-bytes" in line
 
 
-def test_the_environment_sets_the_tensor_bound(tmp_path, monkeypatch):
+def test_the_environment_and_the_option_set_the_tensor_bound(tmp_path, monkeypatch):
     path = write_graph(graph_def(filled("c", [1 << 16], values=(2.0,)), node_def("out", "Identity", ["c"], T=F32)),
                        tmp_path / "g.pb")
     monkeypatch.setenv("DFTOOL_MAX_TENSOR_BYTES", "64K")
@@ -272,6 +272,8 @@ def test_the_environment_sets_the_tensor_bound(tmp_path, monkeypatch):
     monkeypatch.setenv("DFTOOL_MAX_TENSOR_BYTES", "256K")
     code, out, err = run_dftool("run", path, "--fetch", "out")
     assert code == 0 and "float32[65536]  [2., 2., 2., 2., 2., 2.] ..." in out, err
+    code, _, err = run_dftool("run", path, "--fetch", "out", "--max-tensor-bytes", "100K")  # the option wins
+    assert code == 3 and "above the tensor size limit of 100.0 KiB" in error_line(err)
 
 
 @pytest.mark.parametrize("nodes, message", [

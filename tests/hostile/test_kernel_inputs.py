@@ -35,7 +35,8 @@ def test_a_png_declaring_a_huge_picture_is_refused_from_its_header():
 
 
 def test_the_image_bound_follows_the_configured_tensor_bound(monkeypatch):
-    pixels = np.zeros((64, 64, 3), np.uint8)
+    # Not all equal: a constant stored in full (a filled one beyond the bound is refused before the kernel runs).
+    pixels = (np.arange(64 * 64 * 3) % 251).astype(np.uint8).reshape(64, 64, 3)
     b = GraphBuilder()
     encoded = b.op("EncodePng", [b.const(pixels)], name="encode")
     b.op("DecodePng", [encoded], name="decode", channels=3)
