@@ -38,10 +38,17 @@ _CASE_OPS = ("Case", "StatelessCase")
 _WHILE_OPS = ("While", "StatelessWhile")
 
 
+# Nodes all inlining of one graph may create (function bodies copied into callers, nested ones
+# counted at every level). Far beyond real models; a library of a few kilobytes whose functions
+# each call the next twice would otherwise make 2^depth copies (memory and time without bound).
+MAX_INLINED_NODES = 1 << 18
+
+
 @dataclass
 class LoweringReport:
     counts: Counter = field(default_factory=Counter)   # op -> nodes lowered (nested ones included)
     dropped_functions: list[str] = field(default_factory=list)
+    inlined_nodes: int = 0
 
     @property
     def changed(self) -> bool:
@@ -135,6 +142,11 @@ class _Context:
         if len(inputs) != len(body.args):
             raise InvalidGraphError(f"node '{caller.name}' ({caller.op}) passes {len(inputs)} input(s) to "
                                     f"function '{body.name}', which takes {len(body.args)}")
+        self.report.inlined_nodes += len(body.graph)
+        if self.report.inlined_nodes > MAX_INLINED_NODES:
+            raise InvalidGraphError(f"node '{caller.name}' ({caller.op}): inlining function '{body.name}' "
+                                    f"takes the graph past {MAX_INLINED_NODES:,} inlined nodes (calls that "
+                                    f"fan out at every level?)")
         return inline_body(self.graph, body, list(inputs), list(controls), scope, device, anchor)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..colocation import drop_dangling_colocation
-from ..errors import DftoolError, RuntimeFailure, UsageError
+from ..errors import DftoolError, InvalidGraphError, RuntimeFailure, UsageError
 from ..ir import Graph, to_graphdef
 from .base import PassContext, registered_passes
 
@@ -94,8 +94,15 @@ def _run_one(graph: Graph, ctx: PassContext, name: str, instance, iteration: int
     start = time.perf_counter()
     try:
         result = instance.run(graph, ctx)
+    except InvalidGraphError as exc:  # the input's fault (e.g. a function library that cannot be inlined)
+        raise InvalidGraphError(f"pass '{name}': {exc.one_line()}") from exc
+    except DftoolError as exc:
+        raise PassFailure(f"pass '{name}' failed: {exc.one_line()}") from exc
+    except Exception as exc:
+        raise PassFailure(f"pass '{name}' failed: {type(exc).__name__}: {' '.join(str(exc).split())}") from exc
+    try:
         ctx.refresh(graph)
-        graph.verify()
+        graph.verify()  # a pass that leaves an invalid graph has a bug: exit 1
     except DftoolError as exc:
         raise PassFailure(f"pass '{name}' failed: {exc.one_line()}") from exc
     except Exception as exc:

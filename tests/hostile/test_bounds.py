@@ -25,6 +25,7 @@ from graphtool import dtypes, limits
 from graphtool.errors import InvalidGraphError
 from graphtool.ir import from_graphdef
 from graphtool.opt.base import PassContext, registered_passes
+from graphtool.proto import GraphDef
 from graphtool.proto.attr_value_pb2 import AttrValue
 from graphtool.proto.tensor_pb2 import TensorProto
 from graphtool.shape_inference import infer_shapes
@@ -474,6 +475,45 @@ def _while_loop_bomb():
     ]
 
 
+def _call_tree(depth: int = 24, fan: int = 2):
+    """A 5 KB library: F0 calls F1 twice, F1 calls F2 twice, ...: 2^24 copies once inlined."""
+    graph = graph_def(const_def("x", 1.0))
+    for level in range(depth):
+        function = graph.library.function.add()
+        function.signature.name = f"F{level}"
+        function.signature.input_arg.add(name="a", type=F32.enum)
+        function.signature.output_arg.add(name="o", type=F32.enum)
+        previous = "a"
+        for k in range(fan):
+            if level + 1 < depth:
+                call = node_def(f"c{k}", "PartitionedCall", [previous], Tin=[F32], Tout=[F32])
+                call.attr["f"].func.name = f"F{level + 1}"
+            else:
+                call = node_def(f"c{k}", "Identity", [previous], T=F32)
+            function.node_def.append(call)
+            previous = f"c{k}:output:0"
+        function.ret["o"] = previous
+    call = node_def("out", "PartitionedCall", ["x"], Tin=[F32], Tout=[F32])
+    call.attr["f"].func.name = "F0"
+    graph.node.append(call)
+    return graph
+
+
+def test_inlining_an_exponential_call_tree_is_refused(monkeypatch):
+    """Counted as bodies are inlined, at every level; the acceptance test below runs the real
+    bound (262,144 nodes) through place and optimize."""
+    from graphtool.functions import lowering
+
+    monkeypatch.setattr(lowering, "MAX_INLINED_NODES", 5000)
+    graph = from_graphdef(_call_tree(), "g")
+    with pytest.raises(InvalidGraphError, match=r"node '\w+' \(PartitionedCall\): inlining function 'F\d+' "
+                                                r"takes the graph past 5,000 inlined nodes"):
+        lowering.lower_functional_ops(graph)
+    small = from_graphdef(_call_tree(depth=6), "g")   # 2^6 leaves: well within, and lowered
+    report = lowering.lower_functional_ops(small)
+    assert report.counts["PartitionedCall"] == 2**6 - 1 and report.inlined_nodes < 5000
+
+
 def _many_filled():
     """3,000 Consts of 1 GiB each (3 TiB on paper) in 200 KB, all added up."""
     count = 3000
@@ -522,6 +562,7 @@ ACCEPTANCE_GRAPHS = {
         filled("x", [1, 512, 512, 10]), filled("w", [100, 100, 10, 1]),
         node_def("out", "Conv2D", ["x", "w"], T=F32, strides=[1, 1, 1, 1], padding="SAME")],
     "while loop": _while_loop_bomb,
+    "exponential call tree": _call_tree,
     "3,000 filled consts": _many_filled,
 }
 
@@ -556,7 +597,8 @@ def test_small_hostile_graphs_stay_below_one_gib(tmp_path):
     exit (0, or one `error:` line) and a peak resident memory below 1 GiB in all."""
     jobs = []
     for index, (name, make) in enumerate(ACCEPTANCE_GRAPHS.items()):
-        path = write_graph(graph_def(*make()), tmp_path / f"g{index}.pb")
+        made = make()
+        path = write_graph(made if isinstance(made, GraphDef) else graph_def(*made), tmp_path / f"g{index}.pb")
         assert os.path.getsize(path) < 1 << 20, name
         out = str(tmp_path / f"o{index}.pb")
         jobs += [["inspect", path, "--json"], ["prune", path, out, "--fetch", "out"],
