@@ -34,7 +34,10 @@ class Frame:
 
     @property
     def depth(self) -> int:
-        return 0 if self.parent is None else self.parent.depth + 1
+        depth, frame = 0, self.parent   # a loop, not recursion: a graph may nest thousands of frames
+        while frame is not None:
+            depth, frame = depth + 1, frame.parent
+        return depth
 
     @property
     def parallel_iterations(self) -> int:

@@ -262,20 +262,24 @@ class LoopInvariantNodeMotion(Pass):
         if info.problems or not info.loops:
             return PassResult(False)
         nodes = enters = 0
+        order = graph.topological_order()
         # Innermost first: what leaves an inner loop may then leave the outer one too.
         for name in sorted((f.name for f in info.loops), key=lambda n: -info.frames[n].depth):
-            hoister = self._hoist_frame(graph, ctx, name)
+            hoister = self._hoist_frame(graph, ctx, info, order, name)
             nodes += hoister.nodes_hoisted
             enters += hoister.enters_added
+            if hoister.nodes_hoisted or hoister.enters_added:
+                # Hoisting added nodes to the enclosing frames: see them. Only then, so that
+                # thousands of nested frames are not thousands of whole-graph analyses.
+                info, order = graph.frames(), graph.topological_order()
         return PassResult.from_counts(nodes_hoisted=nodes, enters_added=enters)
 
     @staticmethod
-    def _hoist_frame(graph: Graph, ctx: PassContext, name: str) -> _Hoister:
-        info = graph.frames()  # earlier frames' hoisting added nodes to this one
+    def _hoist_frame(graph: Graph, ctx: PassContext, info, order, name: str) -> _Hoister:
         frame = info.frames[name]
         hoister = _Hoister(graph, ctx, frame)
         members = set(frame.nodes)
-        order = [n for n in graph.topological_order() if n in members]
+        order = [n for n in order if n in members]
         for group in _groups_to_hoist(order, _anatomy(frame, info), ctx):
             hoister.hoist(group)
         return hoister

@@ -514,6 +514,18 @@ def test_inlining_an_exponential_call_tree_is_refused(monkeypatch):
     assert report.counts["PartitionedCall"] == 2**6 - 1 and report.inlined_nodes < 5000
 
 
+def _nested_frames(depth: int = 2000):
+    """2,000 loop frames (twice the recursion limit), each inside the previous one."""
+    nodes, previous = [const_def("x", 1.0)], "x"
+    for level in range(depth):
+        nodes.append(node_def(f"enter{level}", "Enter", [previous], T=F32, frame_name=f"frame{level}"))
+        previous = f"enter{level}"
+    for level in reversed(range(depth)):
+        nodes.append(node_def(f"exit{level}", "Exit", [previous], T=F32))
+        previous = f"exit{level}"
+    return nodes + [node_def("out", "Identity", [previous], T=F32)]
+
+
 def _many_filled():
     """3,000 Consts of 1 GiB each (3 TiB on paper) in 200 KB, all added up."""
     count = 3000
@@ -563,6 +575,7 @@ ACCEPTANCE_GRAPHS = {
         node_def("out", "Conv2D", ["x", "w"], T=F32, strides=[1, 1, 1, 1], padding="SAME")],
     "while loop": _while_loop_bomb,
     "exponential call tree": _call_tree,
+    "2,000 nested loop frames": _nested_frames,
     "3,000 filled consts": _many_filled,
 }
 
