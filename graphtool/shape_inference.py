@@ -129,7 +129,8 @@ def infer_node(node: Node, result: ShapeResult, strict: bool = False) -> list[Te
         if len(shapes) != len(out_dtypes):
             raise ShapeError(f"shape function gave {len(shapes)} shapes for {len(out_dtypes)} outputs")
         values = _infer_value(spec, ctx, shapes)
-    except (ShapeError, KeyError, ValueError, TypeError, IndexError, ArithmeticError) as exc:
+    except (ShapeError, InvalidGraphError, KeyError, ValueError, TypeError, IndexError, ArithmeticError) as exc:
+        # InvalidGraphError: an attr of the wrong kind (Node.attr checks it); verify() reports it too.
         inputs = ", ".join(str(s) for s in shapes_in) or "no inputs"
         message = f"node '{node.name}' ({node.op}) with input shapes [{inputs}]: {exc}"
         if strict:

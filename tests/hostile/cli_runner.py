@@ -6,7 +6,7 @@ address space under RLIMIT_AS, its own stdin/stdout/stderr files, and is SIGKILL
 limit — while costing a few milliseconds instead of the interpreter's ~0.3 s start.
 
 Outcomes: ok (exit 0), error (exit 1-4 with exactly one stderr line `error: ...` and no traceback),
-traceback, internal (an "internal error" line), hang (killed at the wall limit), memory
+traceback, internal (an "internal error" line, or a pass's Python exception in optimize's error), hang (killed at the wall limit), memory
 (MemoryError, an out-of-memory message, or peak RSS growth above the bound), signal (killed by a
 signal we did not send), unclean (any other exit code or stderr shape).
 """
@@ -33,6 +33,9 @@ COMMANDS = ("inspect", "prune", "place", "optimize", "optimize-verify", "partiti
             "profile")
 # Commands the acceptance bounds to 1 GiB of memory for any graph file under 1 MiB.
 RSS_BOUNDED = {"inspect", "prune", "place", "optimize"}
+# optimize reports a pass that raised as `pass 'x' failed: TypeError: ...` (exit 1): a Python
+# exception inside a pass is a bug however cleanly it is printed.
+_MASKED_BUG = re.compile(r"pass '[^']*' failed: [A-Z]\w*(Error|Exception): ")
 _MEMORY_TEXT = re.compile(r"MemoryError|out of memory|Cannot allocate memory|Unable to allocate")
 
 
@@ -94,7 +97,7 @@ def classify(rc: int | None, stderr: str, killed_by_us: bool, term_signal: int |
         return "memory" if term_signal == signal.SIGKILL else "signal"
     if "Traceback (most recent call last)" in stderr:
         return "traceback"
-    if "internal error" in stderr:
+    if "internal error" in stderr or _MASKED_BUG.search(stderr):
         return "internal"
     if rc == 0:
         return "ok"
