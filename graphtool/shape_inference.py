@@ -106,6 +106,13 @@ def infer_node(node: Node, result: ShapeResult, strict: bool = False) -> list[Te
     try:
         # A malformed type attr (an int where a type belongs) is verify()'s to report.
         out_dtypes = [d if isinstance(d, DType) else dtypes.INVALID for d in spec.output_dtypes(node)]
+    except InvalidGraphError as exc:
+        # An attr of the wrong kind or an impossible output count (num_split = 2**31): the shape
+        # function would read the same attr and trust it, so it is not called.
+        if strict:
+            raise
+        result.errors[node] = exc.one_line()
+        return [TensorInfo(dtypes.INVALID, Shape.unknown()) for _ in range(num_outputs)]
     except Exception:
         out_dtypes = [dtypes.INVALID] * num_outputs
     shapes_in, dtypes_in, values_in, available, handles_in = [], [], [], [], []

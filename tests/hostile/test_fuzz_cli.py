@@ -11,11 +11,13 @@ The tests after it pin the classes the fuzzer found, each on a small graph built
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from graphtool import dtypes
 from graphtool.proto import AttrValue, GraphDef
 from tests.helpers import F32, const_def, graph_def, node_def, write_graph
 from tests.hostile import cli_runner, mutate
@@ -125,4 +127,28 @@ def test_verify_does_not_build_a_huge_random_feed(tmp_path):
     outcome = _run(tmp_path, graph, ["optimize", "g.pb", "out.pb", "--verify"])
     assert outcome.kind == "error" and outcome.rc == 1, outcome.stderr
     assert "placeholder 'big'" in outcome.stderr and "--max-tensor-bytes" in outcome.stderr
+    assert outcome.rss_growth < 256 << 20
+
+
+def _huge_count_graphs():
+    """A 4-byte count attr sizing an output list: shape inference built per-output lists of 2**31
+    entries (MemoryError in every command) before verify() could say anything."""
+    data = const_def("x", np.ones((4, 3), np.float32))
+    parts = const_def("p", np.zeros(4, np.int32), dtype=dtypes.int32)
+    dim = const_def("dim", np.int32(0), dtype=dtypes.int32)
+    return {
+        "dynamic_partition": graph_def(data, parts, node_def("dp", "DynamicPartition", ["x", "p"], T=F32,
+                                                             num_partitions=2**31)),
+        "split": graph_def(data, dim, node_def("s", "Split", ["dim", "x"], T=F32, num_split=2**40)),
+        "unpack_negative": graph_def(data, node_def("u", "Unpack", ["x"], T=F32, num=-3, axis=0)),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_huge_count_graphs()))
+@pytest.mark.parametrize("command", ["inspect", "place", "optimize", "run"])
+def test_impossible_output_count_is_a_clean_error(tmp_path, case, command):
+    outcome = _run(tmp_path, _huge_count_graphs()[case], COMMAND_ARGVS[command])
+    assert outcome.kind == "error" and outcome.rc == 3, (outcome.kind, outcome.stderr)
+    assert re.search(r"attr .num(_partitions|_split)?. = -?\d+ is (not a tensor count|below its minimum)",
+                     outcome.stderr), outcome.stderr
     assert outcome.rss_growth < 256 << 20
