@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..colocation import drop_dangling_colocation
-from ..errors import DftoolError, RuntimeFailure, UsageError
+from ..errors import DftoolError, InvalidGraphError, RuntimeFailure, UsageError
 from ..ir import Graph, to_graphdef
 from .base import PassContext, registered_passes
 
@@ -90,12 +90,20 @@ def optimize(graph: Graph, ctx: PassContext, passes: list[str] | None = None, ma
 def _run_one(graph: Graph, ctx: PassContext, name: str, instance, iteration: int) -> PassRun:
     nodes_before, edges_before = len(graph), count_edges(graph)
     start = time.perf_counter()
+    ran = False
     try:
         result = instance.run(graph, ctx)
+        ran = True
         ctx.refresh(graph)
         graph.verify()
     except DftoolError as exc:
-        raise PassFailure(f"pass '{name}' failed: {exc.one_line()}") from exc
+        failure = PassFailure(f"pass '{name}' failed: {exc.one_line()}")
+        if not ran and isinstance(exc, InvalidGraphError):
+            # The pass met an invalid input (a malformed function body, seen only when lowering
+            # instantiates it): exit 3 as for any invalid input. An invalid graph *left* by a pass
+            # stays the pass's failure (1).
+            failure.exit_code = exc.exit_code
+        raise failure from exc
     except Exception as exc:
         raise PassFailure(f"pass '{name}' failed: {type(exc).__name__}: {' '.join(str(exc).split())}") from exc
     return PassRun(name, iteration, result.changed, time.perf_counter() - start, nodes_before, len(graph),

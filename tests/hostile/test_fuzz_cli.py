@@ -152,3 +152,61 @@ def test_impossible_output_count_is_a_clean_error(tmp_path, case, command):
     assert re.search(r"attr .num(_partitions|_split)?. = -?\d+ is (not a tensor count|below its minimum)",
                      outcome.stderr), outcome.stderr
     assert outcome.rss_growth < 256 << 20
+
+
+def _function_graph(body_op: str = "Relu", t_attr: AttrValue | None = None, caller_op: str = "fn") -> GraphDef:
+    """y = fn(a) through a library function whose body is one node `r` (body_op, attr T)."""
+    graph = graph_def(const_def("a", np.ones(3, np.float32)), node_def("call", caller_op, ["a"]),
+                      node_def("y", "Identity", ["call"], T=F32))
+    if caller_op == "SymbolicGradient":
+        graph.node[1].input.append("a")  # the output gradient
+        graph.node[1].attr["f"].func.name = "fn"
+        graph.node[1].attr["Tin"].list.type.extend([1, 1])
+        graph.node[1].attr["Tout"].list.type.extend([1])
+    function = graph.library.function.add()
+    function.signature.name = "fn"
+    function.signature.input_arg.add(name="x", type=1)
+    function.signature.output_arg.add(name="out", type=1)
+    body = function.node_def.add(name="r", op=body_op, input=["x"])
+    body.attr["T"].CopyFrom(t_attr if t_attr is not None else _attr_type(1))
+    function.ret["out"] = "r:activations:0" if body_op == "Relu" else "r:output:0"
+    return graph
+
+
+def _attr_type(enum: int) -> AttrValue:
+    value = AttrValue()
+    value.type = enum
+    return value
+
+
+@pytest.mark.parametrize("caller", ["fn", "SymbolicGradient"])
+@pytest.mark.parametrize("command", ["place", "optimize", "run"])
+def test_malformed_function_body_is_invalid_input(tmp_path, caller, command):
+    """A body node with a type attr holding an int: inlining copied it (exit 1 from optimize's
+    'lower' pass), differentiating it for SymbolicGradient said "internal error: the gradient graph
+    is invalid". Now every command names the function and exits 3."""
+    graph = _function_graph(t_attr=_attr(i=7), caller_op=caller)
+    outcome = _run(tmp_path, graph, COMMAND_ARGVS[command])
+    assert outcome.kind == "error" and outcome.rc == 3, (outcome.kind, outcome.stderr)
+    assert "function 'fn'" in outcome.stderr and "attr 'T' must be a type" in outcome.stderr
+
+
+def test_function_body_may_not_declare_its_own_arg(tmp_path):
+    """An `_Arg` node inside a FunctionDef's node_def is neither an input nor copied when inlining
+    (KeyError in every command that lowers); it is refused when the function is instantiated."""
+    graph = _function_graph()
+    extra = graph.library.function[0].node_def.add(name="stray", op="_Arg")
+    extra.attr["T"].type = 1
+    extra.attr["index"].i = 0
+    graph.library.function[0].node_def[0].input[0] = "stray:output:0"
+    for command in ("place", "run"):
+        outcome = _run(tmp_path, graph, COMMAND_ARGVS[command])
+        assert outcome.kind == "error" and outcome.rc == 3, (outcome.kind, outcome.stderr)
+        assert "node 'stray': op '_Arg' is not allowed in a function body" in outcome.stderr
+
+
+def test_well_formed_function_graph_still_runs(tmp_path):
+    """The control for the two tests above: the same graphs without the defect run."""
+    assert _run(tmp_path, _function_graph(), ["run", "g.pb"]).kind == "ok"
+    outcome = _run(tmp_path, _function_graph(caller_op="SymbolicGradient"), ["run", "g.pb"])
+    assert outcome.kind == "ok", outcome.stderr
