@@ -234,21 +234,23 @@ def run_input(seeds: list[mutate.Seed], seed: int, index: int, workdir: Path, co
     return result, mutant.serialize()
 
 
-def summarize(results: list[InputResult]) -> dict[str, dict[str, int]]:
-    table: dict[str, dict[str, int]] = {c: {k: 0 for k in OUTCOMES} for c in COMMANDS}
+def summarize(results: list[InputResult]) -> dict[str, dict[str, float]]:
+    """command -> outcome -> count, plus 'wall_s': the command's total time."""
+    table: dict[str, dict[str, float]] = {c: {**{k: 0 for k in OUTCOMES}, "wall_s": 0.0} for c in COMMANDS}
     for result in results:
         for outcome in result.outcomes:
             table[outcome.command][outcome.kind] += 1
+            table[outcome.command]["wall_s"] = round(table[outcome.command]["wall_s"] + outcome.wall_s, 1)
     return table
 
 
-def format_table(table: dict[str, dict[str, int]]) -> str:
-    header = f"{'command':<16}" + "".join(f"{k:>10}" for k in OUTCOMES)
-    rows = [header]
-    totals = {k: 0 for k in OUTCOMES}
+def format_table(table: dict[str, dict[str, float]]) -> str:
+    columns = OUTCOMES + ("wall_s",)
+    rows = [f"{'command':<16}" + "".join(f"{k:>10}" for k in columns)]
+    totals = {k: 0 for k in columns}
     for command, counts in table.items():
-        rows.append(f"{command:<16}" + "".join(f"{counts[k]:>10}" for k in OUTCOMES))
-        for k in OUTCOMES:
+        rows.append(f"{command:<16}" + "".join(f"{counts[k]:>10g}" for k in columns))
+        for k in columns:
             totals[k] += counts[k]
-    rows.append(f"{'total':<16}" + "".join(f"{totals[k]:>10}" for k in OUTCOMES))
+    rows.append(f"{'total':<16}" + "".join(f"{totals[k]:>10g}" for k in columns))
     return "\n".join(rows)

@@ -10,6 +10,7 @@ it. It needs only the generated protobuf classes and the op registry's names.
 """
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -489,7 +490,7 @@ def placeholder_feeds(graph_def: GraphDef, rng: random.Random, max_elements: int
             dims = [2]
         else:
             dims = [d.size if d.size >= 0 else 2 for d in shape_attr.dim]
-        if len(dims) > 8 or int(np.prod(dims, dtype=np.float64)) > max_elements:
+        if len(dims) > 8 or math.prod(dims) > max_elements or any(d > max_elements for d in dims):
             continue
         if np_dtype is np.bytes_:
             value = np.full(dims, b"ab", dtype=object).astype(np.bytes_)

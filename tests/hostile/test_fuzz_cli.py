@@ -210,3 +210,16 @@ def test_well_formed_function_graph_still_runs(tmp_path):
     assert _run(tmp_path, _function_graph(), ["run", "g.pb"]).kind == "ok"
     outcome = _run(tmp_path, _function_graph(caller_op="SymbolicGradient"), ["run", "g.pb"])
     assert outcome.kind == "ok", outcome.stderr
+
+
+@pytest.mark.parametrize("name", ["^x", "a:1", "x:"])
+@pytest.mark.parametrize("command", ["inspect", "prune", "run"])
+def test_node_name_that_no_input_can_name_is_refused(tmp_path, name, command):
+    """A node called '^x' was loaded; prune then found '^x' (read as a control input of x) among
+    x's users and failed with an internal ValueError."""
+    graph = graph_def(const_def("x"), node_def(name, "Identity", ["x"], T=F32),
+                      node_def("y", "Identity", ["x"], T=F32))
+    argv = {"prune": ["prune", "g.pb", "out.pb", "--fetch", "y"]}.get(command, COMMAND_ARGVS.get(command))
+    outcome = _run(tmp_path, graph, argv)
+    assert outcome.kind == "error" and outcome.rc == 3, (outcome.kind, outcome.stderr)
+    assert f"node name '{name}' is not valid" in outcome.stderr
