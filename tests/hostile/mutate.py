@@ -281,6 +281,45 @@ def m_tensor(rng, graph_def):
     return f"tensor {node.name}.{key}: {what}"
 
 
+_ODD_VALUES = [0, -1, 1, -5, 3, 2**31 - 1, -2**31, 10**6, 10**12, 1e30, float("nan"), float("inf"), -0.0]
+_VALUE_FIELDS = ("float_val", "double_val", "int_val", "int64_val", "half_val")
+
+
+def m_const_values(rng, graph_def):
+    """Odd values in a small constant, its dtype and shape kept: the graph stays valid and the
+    value reaches what reads it (a loop bound, a Reshape target, a Fill dims, an axis, a divisor)."""
+    def small(n):
+        t = n.attr["value"].tensor if "value" in n.attr else None
+        return n.op == "Const" and t is not None and t.dtype in _NUMPY_DTYPES and t.dtype not in (7, 10) \
+            and (len(t.tensor_content) <= 256 and (t.tensor_content or any(getattr(t, f) for f in _VALUE_FIELDS)))
+    node = _pick_node(rng, graph_def, small)
+    if node is None:
+        return None
+    tensor = node.attr["value"].tensor
+    np_dtype = np.dtype(_NUMPY_DTYPES[tensor.dtype])
+    new = rng.choice(_ODD_VALUES)
+    with np.errstate(all="ignore"):
+        cast = np.array(new).astype(np_dtype) if np_dtype.kind == "f" or np.isfinite(new) else np_dtype.type(0)
+    if tensor.tensor_content:
+        values = np.frombuffer(tensor.tensor_content[: len(tensor.tensor_content) // np_dtype.itemsize
+                                                     * np_dtype.itemsize], np_dtype).copy()
+        if not values.size:
+            return None
+        values[rng.randrange(values.size)] = cast
+        tensor.tensor_content = values.tobytes()
+    else:
+        field_name = next(f for f in _VALUE_FIELDS if getattr(tensor, f))
+        values = getattr(tensor, field_name)
+        position = rng.randrange(len(values))
+        if field_name == "half_val":
+            values[position] = int(np.array(cast, np.float16).view(np.uint16))
+        elif field_name in ("int_val", "int64_val"):
+            values[position] = int(cast)
+        else:
+            values[position] = float(cast)
+    return f"value {node.name}: {new}"
+
+
 def m_input(rng, graph_def):
     node = _pick_node(rng, graph_def)
     if node is None:
@@ -444,7 +483,7 @@ def m_library(rng, graph_def):
 MUTATIONS = [
     (m_op_swap, 3), (m_attr_value, 4), (m_int_attr, 3), (m_dtype, 3), (m_shape, 3), (m_tensor, 3),
     (m_input, 4), (m_frame, 2), (m_duplicate, 1), (m_delete, 1), (m_rename, 1), (m_device, 1),
-    (m_colocation, 1), (m_library, 2),
+    (m_colocation, 1), (m_library, 2), (m_const_values, 6),
 ]
 
 
