@@ -15,6 +15,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -52,6 +53,9 @@ def _one(index: int):
                  "bad": [{"command": o.command, "kind": o.kind, "argv": o.argv, "stderr": o.stderr}
                          for o in result.bad]}, indent=1))
         return result
+    except Exception as exc:  # a bug of the fuzzer itself: say which input, keep going
+        print(f"fuzzer error on input {index}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        return None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -79,6 +83,8 @@ def main(argv=None) -> int:
     results = []
     indices = range(args.start, args.start + args.count)
     init_args = (seeds, args.seed, config, verify_timeout, scratch, args.failures)
+    interrupted = False
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         if args.jobs > 1:
             context = multiprocessing.get_context("fork")
@@ -91,14 +97,17 @@ def main(argv=None) -> int:
             for n, index in enumerate(indices, 1):
                 results.append(_one(index))
                 _progress(n, args.count, results, start)
+    except KeyboardInterrupt:  # report what was done so far
+        interrupted = True
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    results = [r for r in results if r is not None]
     results.sort(key=lambda r: r.index)
     table = cli_runner.summarize(results)
     elapsed = time.monotonic() - start
     runs = sum(len(r.outcomes) for r in results)
     print(f"\nseeds: {len(seeds)} graphs; inputs tried: {len(results)}; runs: {runs}; "
-          f"wall: {elapsed:.0f} s")
+          f"wall: {elapsed:.0f} s{' (interrupted)' if interrupted else ''}")
     print(cli_runner.format_table(table))
     classes = Counter((o.command, o.kind, _signature(o)) for r in results for o in r.bad)
     if classes:
@@ -107,13 +116,17 @@ def main(argv=None) -> int:
             print(f"  {count:5d}  {command:<16} {kind:<10} {text}")
     report = {
         "schema": "dftool.fuzz_cli/1", "seed": args.seed, "start": args.start, "inputs": len(results),
-        "runs": runs, "wall_s": round(elapsed, 1), "seeds": [s.name for s in seeds], "table": table,
+        "runs": runs, "wall_s": round(elapsed, 1), "interrupted": interrupted, "seeds": [s.name for s in seeds], "table": table,
         "bad": [{"index": r.index, "seed": r.seed, "mutations": r.mutations,
                  "runs": [{"command": o.command, "kind": o.kind, "argv": o.argv, "message": o.brief()}
                           for o in r.bad]} for r in results if r.bad],
     }
     Path(args.out).write_text(json.dumps(report, indent=1))
     return 1 if report["bad"] else 0
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _signature(outcome) -> str:
@@ -127,7 +140,7 @@ def _signature(outcome) -> str:
 
 def _progress(n, total, results, start):
     if n % 25 == 0 or n == total:
-        bad = sum(len(r.bad) for r in results)
+        bad = sum(len(r.bad) for r in results if r is not None)
         print(f"  {n}/{total} inputs, {bad} bad runs, {time.monotonic() - start:.0f} s",
               file=sys.stderr, flush=True)
 
