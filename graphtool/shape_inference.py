@@ -172,5 +172,10 @@ def _as_value(value, shape: Shape, dtype: DType) -> np.ndarray | None:
         return None
     value = np.asarray(value)
     if value.dtype == object and all(v is not None for v in value.ravel()):
-        value = value.astype(dtype.numpy if dtype.numpy is not None else object)
+        try:
+            value = value.astype(dtype.numpy if dtype.numpy is not None else object)
+        except (OverflowError, TypeError, ValueError):
+            # A value its dtype cannot hold (the int32 Shape of a [2**40] tensor): at run time the
+            # kernel decides what happens; statically it is just not known.
+            return None
     return value

@@ -223,3 +223,19 @@ def test_node_name_that_no_input_can_name_is_refused(tmp_path, name, command):
     outcome = _run(tmp_path, graph, argv)
     assert outcome.kind == "error" and outcome.rc == 3, (outcome.kind, outcome.stderr)
     assert f"node name '{name}' is not valid" in outcome.stderr
+
+
+def test_declared_dims_beyond_int32_are_not_static_values(tmp_path):
+    """A placeholder declaring [2**40]: its int32 Shape's static value cannot be held (inference
+    raised OverflowError), and grad's seed built int32 dims from it (an internal error). Nothing
+    is allocated: the shape is only declared."""
+    shape = AttrValue()
+    shape.shape.dim.add().size = 2**40
+    graph = graph_def(node_def("big", "Placeholder", dtype=F32, shape=shape),
+                      node_def("y", "Neg", ["big"], T=F32),
+                      node_def("s", "Shape", ["big"], T=F32, out_type=dtypes.int32))
+    inspect = _run(tmp_path, graph, ["inspect", "g.pb"])
+    assert inspect.kind == "ok", inspect.stderr
+    grad = _run(tmp_path, graph, ["grad", "g.pb", "out.pb", "--y", "y", "--x", "big"])
+    assert grad.kind == "ok", grad.stderr
+    assert grad.rss_growth < 256 << 20
