@@ -66,9 +66,13 @@ def random_feeds(graph: Graph, seed: int = 0, integers: str = "indices") -> dict
 def _check_size(node, dims: list[int], dtype) -> None:
     """A declared shape may claim any size; a random feed of it is built only within the tensor
     bound (a placeholder of [2**40] would otherwise allocate terabytes before anything runs)."""
-    count = math.prod(dims)
-    size = count * (dtype.numpy.itemsize if dtype.numpy is not None else 8)
+    itemsize = dtype.numpy.itemsize if dtype.numpy is not None else 8
+    size = math.prod(dims) * itemsize
     bound = limits.current().max_tensor_bytes
+    if math.prod(d for d in dims if d) * itemsize >= 2**62:
+        # Even empty, numpy cannot hold dims whose other product overflows its index type.
+        raise RuntimeFailure(f"cannot make a random feed for placeholder '{node.name}' of shape {dims}: "
+                             f"its dims are too large to represent")
     if size > bound:
         raise RuntimeFailure(f"cannot make a random feed for placeholder '{node.name}' of shape {dims}: "
                              f"{limits.describe_bytes(size)} is above the tensor limit "
