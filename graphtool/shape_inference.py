@@ -12,7 +12,7 @@ import numpy as np
 
 from . import dtypes
 from .dtypes import DType
-from .errors import InvalidGraphError
+from .errors import DftoolError, InvalidGraphError
 from .ir import Graph, Node, TensorRef
 from .ops import opaque, registry
 from .ops.inference import HandleData, InferenceContext, PerOutput, relax
@@ -106,15 +106,14 @@ def infer_node(node: Node, result: ShapeResult, strict: bool = False) -> list[Te
     try:
         # A malformed type attr (an int where a type belongs) is verify()'s to report.
         out_dtypes = [d if isinstance(d, DType) else dtypes.INVALID for d in spec.output_dtypes(node)]
-    except InvalidGraphError as exc:
+    except Exception as exc:
         # An attr of the wrong kind or an impossible output count (num_split = 2**31): the shape
         # function would read the same attr and trust it, so it is not called.
+        message = exc.one_line() if isinstance(exc, DftoolError) else f"node '{node.name}' ({node.op}): {exc}"
         if strict:
-            raise
-        result.errors[node] = exc.one_line()
+            raise InvalidGraphError(message) from None
+        result.errors[node] = message
         return [TensorInfo(dtypes.INVALID, Shape.unknown()) for _ in range(num_outputs)]
-    except Exception:
-        out_dtypes = [dtypes.INVALID] * num_outputs
     shapes_in, dtypes_in, values_in, available, handles_in = [], [], [], [], []
     for ref in node.inputs:
         info = result.info.get(ref)

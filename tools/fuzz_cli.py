@@ -31,6 +31,7 @@ _state: dict = {}
 
 
 def _init(seeds, seed, config, verify_timeout, scratch, failures):
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a pool worker is simply ended by Pool.terminate
     _state.update(seeds=seeds, seed=seed, config=config, verify_timeout=verify_timeout,
                   scratch=Path(scratch), failures=Path(failures))
 

@@ -25,14 +25,8 @@ from typing import Callable
 from .. import attrs as attr_codec
 from .. import dtypes
 from ..dtypes import DType
-from ..errors import InvalidGraphError
 
 _REGISTRY: dict[str, "OpSpec"] = {}
-
-# The most tensors one list argument may hold (`N`, `num_split`, `num_partitions`...). An input
-# list is also bounded by the node's input strings, an output list only by this: a 4-byte attr of
-# 2**31 would otherwise size per-output lists of billions of entries before anything checks it.
-MAX_LIST_ARG = 1 << 16
 
 _TYPE_ALIASES = {"half": "float16", "float": "float32", "double": "float64"}
 # TensorFlow's named type sets used in signatures.
@@ -145,19 +139,10 @@ class OpSpec:
     # --- arity and types ----------------------------------------------------------------------
     def _arg_count(self, arg: ArgSpec, node) -> int:
         if arg.number_attr is not None:
-            if problem := self._count_problem(arg, node):
-                raise InvalidGraphError(f"node '{node.name}' ({node.op}): {problem}")
             return int(node.attr(arg.number_attr))
         if arg.type_list_attr is not None:
             return len(node.attr(arg.type_list_attr))
         return 1
-
-    @staticmethod
-    def _count_problem(arg: ArgSpec, node) -> str | None:
-        count = node.attr(arg.number_attr)
-        if not 0 <= count <= MAX_LIST_ARG:
-            return f"attr '{arg.number_attr}' = {count} is not a tensor count (0 to {MAX_LIST_ARG})"
-        return None
 
     def _arg_dtypes(self, arg: ArgSpec, node) -> list[DType]:
         if arg.fixed_type is not None:
@@ -205,9 +190,6 @@ class OpSpec:
         problems = [p for a in self.attrs.values() if (p := a.check(node))]
         if problems:
             return problems
-        problems = [p for a in self.inputs + self.outputs if a.number_attr and (p := self._count_problem(a, node))]
-        if problems:
-            return sorted(set(problems))
         try:
             expected = self.num_inputs(node)
         except Exception as exc:
