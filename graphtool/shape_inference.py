@@ -106,14 +106,17 @@ def infer_node(node: Node, result: ShapeResult, strict: bool = False) -> list[Te
     try:
         # A malformed type attr (an int where a type belongs) is verify()'s to report.
         out_dtypes = [d if isinstance(d, DType) else dtypes.INVALID for d in spec.output_dtypes(node)]
-    except Exception as exc:
+    except (DftoolError, ValueError) as exc:
         # An attr of the wrong kind or an impossible output count (num_split = 2**31): the shape
-        # function would read the same attr and trust it, so it is not called.
+        # function would read the same attr and trust it, so it is not called. (A missing type attr,
+        # KeyError, still leaves the shapes to infer.)
         message = exc.one_line() if isinstance(exc, DftoolError) else f"node '{node.name}' ({node.op}): {exc}"
         if strict:
             raise InvalidGraphError(message) from None
         result.errors[node] = message
         return [TensorInfo(dtypes.INVALID, Shape.unknown()) for _ in range(num_outputs)]
+    except Exception:
+        out_dtypes = [dtypes.INVALID] * num_outputs
     shapes_in, dtypes_in, values_in, available, handles_in = [], [], [], [], []
     for ref in node.inputs:
         info = result.info.get(ref)
