@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import click
 from rich.console import Console
 
-from graphtool import graph_io
+from graphtool import graph_io, limits
 from graphtool.errors import DftoolError, InvalidGraphError
 from graphtool.ir import Graph, to_graphdef
 
@@ -44,8 +44,27 @@ def _set_verbose(ctx, param, value):
     return value
 
 
+def _set_limit(field_name: str):
+    def callback(ctx, param, value):
+        if value is not None:
+            limits.configure(**{field_name: limits.parse_size(value, f"--{param.name.replace('_', '-')}")})
+        return value
+    return callback
+
+
 def common_options(func):
-    """--debug, -q/--quiet, -v/--verbose on a command (they are accepted on the group too)."""
+    """--debug, -q/--quiet, -v/--verbose and the resource bounds (graphtool.limits) on a command
+    (they are accepted on the group too)."""
+    func = click.option("--max-input-bytes", metavar="SIZE", expose_value=False, is_eager=True,
+                        callback=_set_limit("max_input_bytes"),
+                        help=f"Refuse input files larger than SIZE (K/M/G suffixes; default "
+                             f"{limits.describe_bytes(limits.Limits().max_input_bytes)}, or "
+                             f"${limits.ENV_VARS['max_input_bytes']}).")(func)
+    func = click.option("--max-tensor-bytes", metavar="SIZE", expose_value=False, is_eager=True,
+                        callback=_set_limit("max_tensor_bytes"),
+                        help=f"Refuse any one tensor (a constant, a fed array, an inferred value) "
+                             f"larger than SIZE (default {limits.describe_bytes(limits.Limits().max_tensor_bytes)}"
+                             f", or ${limits.ENV_VARS['max_tensor_bytes']}).")(func)
     func = click.option("--debug", is_flag=True, expose_value=False, is_eager=True, callback=_set_debug,
                         help="Show tracebacks for errors.")(func)
     func = click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_set_quiet,

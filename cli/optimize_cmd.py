@@ -1,6 +1,7 @@
 """`dftool optimize IN OUT`: run the optimization passes (see CLI.md)."""
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import click
@@ -28,27 +29,47 @@ def _op_table(before: Counter, after: Counter) -> Table:
     return table
 
 
-def _verify(original, optimized, fetch_names, feeds_file, tolerance) -> tuple[list[str], str]:
+# --verify runs graphs, and a graph whose loop never ends must not hang `optimize`.
+DEFAULT_VERIFY_TIMEOUT = 60.0
+
+
+def _verify(original, optimized, fetch_names, feeds_file, tolerance, timeout) -> tuple[list[str], str]:
     """Differences between the graphs' fetches on the given feeds, or on the first kind of random
     feeds the original graph accepts (integer inputs may have to be divisors or permutations),
     beyond each fetch's float32 accumulation tolerance (graphtool/opt/tolerance.py) or the
-    explicit relative `tolerance`; also the tolerance in words."""
+    explicit relative `tolerance`; also the tolerance in words. Every run together gets `timeout`
+    seconds; running out is a RuntimeFailure saying how to raise it."""
+    from graphtool.exec.executor import StepTimeout
     from graphtool.exec.session import Session
     from graphtool.opt.equivalence import candidate_feeds, differences
     from graphtool.opt.tolerance import describe, fetch_tolerances
 
     from .run_cmd import collect_feeds
 
+    deadline = time.monotonic() + timeout
+
+    def left() -> float:
+        # A step needs a positive timeout; one already past its deadline stops at its first node.
+        return max(deadline - time.monotonic(), 1e-6)
+
     candidates = [collect_feeds((), feeds_file)] if feeds_file else candidate_feeds(original)
     failure = None
-    for feeds in candidates:
-        try:
-            Session(original, threads=1).run(fetch_names, feeds, allow_dead=True)
-        except DftoolError as exc:
-            failure = failure or exc
-            continue
-        tolerances = fetch_tolerances([original, optimized], fetch_names, feeds, tolerance)
-        return differences(original, optimized, fetch_names, feeds, tolerances=tolerances), describe(tolerances)
+    try:
+        for feeds in candidates:
+            try:
+                Session(original, threads=1).run(fetch_names, feeds, allow_dead=True, timeout=left())
+            except StepTimeout:
+                raise
+            except DftoolError as exc:
+                failure = failure or exc
+                continue
+            tolerances = fetch_tolerances([original, optimized], fetch_names, feeds, tolerance)
+            return (differences(original, optimized, fetch_names, feeds, tolerances=tolerances, timeout=left),
+                    describe(tolerances))
+    except StepTimeout as exc:
+        raise RuntimeFailure(f"--verify: running the graphs took longer than --timeout {timeout:g} s: {exc}",
+                             hint="a loop that never ends? if the graph is just slow, raise it with "
+                                  "--timeout SECONDS") from None
     what = feeds_file or "random feeds"
     raise RuntimeFailure(f"--verify: the original graph itself fails on {what}: {failure.one_line()}",
                          hint="give real inputs with --feeds FILE.npz")
@@ -68,6 +89,10 @@ def _verify(original, optimized, fetch_names, feeds_file, tolerance) -> tuple[li
 @click.option("--dump-dir", metavar="DIR", help="Write the graph after each pass that changed it.")
 @click.option("--verify", "verify_runs", is_flag=True, help="Run both graphs on random feeds; exit 1 if they differ.")
 @click.option("--feeds", "feeds_file", metavar="FILE.npz", help="With --verify: feed these values instead of random ones.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_VERIFY_TIMEOUT,
+              show_default=True, metavar="SECONDS",
+              help="With --verify: stop running the graphs after this long (exit 1); a kernel already "
+                   "running (e.g. a BLAS call) finishes first.")
 @click.option("--verify-tolerance", "verify_tolerance", type=click.FloatRange(min=0), metavar="REL",
               help="With --verify: allow differences up to REL times each fetch's largest magnitude "
                    "(default: derived from the graph's float accumulation depth).")
@@ -78,7 +103,8 @@ def _verify(original, optimized, fetch_names, feeds_file, tolerance) -> tuple[li
 @signature_option
 @common_options
 def command(input_path, output_path, fetches, keep, only, skip, list_passes, max_iterations, fold_max_bytes,
-            dump_dir, verify_runs, feeds_file, verify_tolerance, strict_fp, text, as_json, report, signature):
+            dump_dir, verify_runs, feeds_file, timeout, verify_tolerance, strict_fp, text, as_json, report,
+            signature):
     """Optimize IN and write OUT; never changes what the fetched tensors compute."""
     from graphtool.inspect import constant_bytes, graph_outputs
     from graphtool.opt.base import PassContext, registered_passes
@@ -116,7 +142,7 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
 
     mismatches, tolerance_text = [], ""
     if verify_runs:
-        mismatches, tolerance_text = _verify(original, graph, fetch_names, feeds_file, verify_tolerance)
+        mismatches, tolerance_text = _verify(original, graph, fetch_names, feeds_file, verify_tolerance, timeout)
         if mismatches:
             raise RuntimeFailure("--verify: the optimized graph computes something else: " + "; ".join(mismatches[:3])
                                  + f" (tolerance {tolerance_text})",

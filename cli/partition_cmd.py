@@ -6,6 +6,7 @@ import os
 import click
 from rich.table import Table
 
+from graphtool import graph_io
 from graphtool.errors import UsageError
 
 from .common import common_options, console, emit_report, info, load_graph, lower_if_needed, save_graph, settings, signature_option
@@ -38,9 +39,7 @@ def _write_split(graph, report, split_dir: str) -> list[str]:
     """One GraphDef per device, named after the device's short label (cpu_0.pb)."""
     from graphtool.partition import split_by_device
 
-    if os.path.exists(split_dir) and not os.path.isdir(split_dir):
-        raise UsageError(f"--split-dir '{split_dir}' exists and is not a directory")
-    os.makedirs(split_dir, exist_ok=True)
+    graph_io.ensure_directory(split_dir, "--split-dir")
     labels = {part.device: part.label for part in report.devices}
     written = []
     for device, part in split_by_device(graph).items():

@@ -96,7 +96,9 @@ def execution_options(func):
         click.option("--device", default="cpu", show_default=True, help="cpu or gpu (cpu:N, gpu:N)."),
         click.option("--threads", type=click.IntRange(min=1), help="Worker threads (default: cores)."),
         click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
-                     help="Stop a step that runs longer."),
+                     help="Stop a step that runs longer (exit 1, naming the nodes running). Default: no "
+                          "limit; set one for a graph whose loop may never end. A kernel already running "
+                          "(e.g. a BLAS call) finishes first."),
     ]
     for option in reversed(options):
         func = option(func)

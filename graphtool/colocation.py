@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import dtypes
+from .errors import DftoolError, InvalidGraphError
 from .ir import Graph, Node
 
 COLOCATION_ATTR = "_class"
@@ -113,7 +114,7 @@ def drop_colocation_with(graph: Graph, names: set[str]) -> int:
     nothing is left); returns how many nodes changed."""
     changed = 0
     for node in graph.nodes:
-        groups = _class_entries(node)
+        groups = class_entries(node)
         if groups is None:
             continue
         kept = [g for g in groups if not (g.startswith(_LOC_PREFIX) and g[len(_LOC_PREFIX):] in names)]
@@ -130,24 +131,31 @@ def drop_colocation_with(graph: Graph, names: set[str]) -> int:
 def drop_dangling_colocation(graph: Graph) -> int:
     """Drop `loc:@NAME` entries whose node is gone (folded, pruned or frozen away): TensorFlow
     refuses to import a graph that asks to colocate with a node it does not have."""
-    missing = {g[len(_LOC_PREFIX):] for node in graph.nodes for g in (_class_entries(node) or ())
+    missing = {g[len(_LOC_PREFIX):] for node in graph.nodes for g in (class_entries(node) or ())
                if g.startswith(_LOC_PREFIX) and g[len(_LOC_PREFIX):] not in graph}
     return drop_colocation_with(graph, missing) if missing else 0
 
 
-def _class_entries(node: Node) -> list[str] | None:
-    """The strings of a node's `_class` attr, or None when it has none (or a malformed one)."""
+def class_entries(node: Node) -> list[str] | None:
+    """The strings of a node's `_class` attr, or None when it has none. TensorFlow reads the attr
+    as list(string) and refuses a graph where it is anything else; so do we (InvalidGraphError
+    naming the node), instead of guessing what a string or a number was meant to say."""
     if not node.has_attr(COLOCATION_ATTR):
         return None
     try:
         specs = node.attr(COLOCATION_ATTR)
-    except Exception:
-        return None
-    return [s.decode() if isinstance(s, bytes) else str(s) for s in (specs or [])]
+    except DftoolError as exc:
+        raise InvalidGraphError(f"node '{node.name}': its {COLOCATION_ATTR} attr cannot be read ({exc})") from None
+    if not isinstance(specs, (list, tuple)) or not all(isinstance(s, (str, bytes)) for s in specs):
+        what = type(specs).__name__ if not isinstance(specs, (list, tuple)) else \
+            "a list holding " + ", ".join(sorted({type(s).__name__ for s in specs if not isinstance(s, (str, bytes))}))
+        raise InvalidGraphError(f"node '{node.name}': its {COLOCATION_ATTR} attr must be a list of strings "
+                                f"('loc:@NODE'), not {what}", hint="TensorFlow refuses such a graph too")
+    return [s.decode("utf-8", "replace") if isinstance(s, bytes) else s for s in specs]
 
 
 def _class_targets(graph: Graph, node: Node) -> list[Node]:
-    names = _class_entries(node) or []   # a malformed _class is not a constraint we can honour
+    names = class_entries(node) or []
     targets = [graph.get(name[len(_LOC_PREFIX):]) for name in names if name.startswith(_LOC_PREFIX)]
     return [t for t in targets if t is not None and t is not node]
 

@@ -120,9 +120,11 @@ class CostModel:
     @classmethod
     def load(cls, path: str) -> "CostModel":
         """Read a cost-model JSON file; InvalidGraphError (exit 3) names the file on any problem."""
+        from .graph_io import read_bounded
+
         try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
+            with open(path, "rb") as handle:  # bounded: `--cost-model /dev/zero` must not fill memory
+                data = json.loads(read_bounded(handle, f"cost model '{path}'").decode("utf-8"))
         except FileNotFoundError:
             raise InvalidGraphError(f"cost model '{path}': no such file") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -37,4 +37,7 @@ def load_graph_and_origin(path: str, *, signature: str | None = None, verify: bo
                          f"SavedModel directories")
     graph_def = graph_io.load_graphdef(path)
     source = "<stdin>" if path == graph_io.STDIO else path
-    return from_graphdef(graph_def, source, verify=verify, problems=problems), None
+    try:
+        return from_graphdef(graph_def, source, verify=verify, problems=problems), None
+    except MemoryError:
+        raise graph_io.out_of_memory_loading(source) from None

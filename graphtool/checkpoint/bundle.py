@@ -69,8 +69,11 @@ class BundleReader:
     def __init__(self, prefix: str | os.PathLike):
         self.prefix = os.fspath(prefix)
         self.index_path = index_filename(prefix)
+        from ..graph_io import read_bounded  # here: graph_io imports this package (formats -> crc)
+
         try:
-            data = Path(self.index_path).read_bytes()
+            with open(self.index_path, "rb") as handle:  # bounded: it may be a link to /dev/zero
+                data = read_bounded(handle, self.index_path)
         except FileNotFoundError:
             raise CheckpointError(f"{self.index_path}: no such file (the bundle's index)") from None
         except OSError as exc:

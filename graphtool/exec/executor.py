@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import queue
+import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..errors import RuntimeFailure
-from . import transfer
+from . import step_errors, transfer
+from .resources import step_scope
+from .step_errors import StepTimeout
 from .plan import ENTER, EXIT, FED, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, FrameTemplate, Item, Plan
 
 
@@ -89,8 +92,9 @@ class Executor:
         self.targets = list(targets)
         self.threads = max(1, threads if threads is not None else (os.cpu_count() or 1))
         self.check_numerics = check_numerics
-        self.last_stats = StepStats()
+        self.last_stats = StepStats()   # the latest step's (concurrent steps: use run_step)
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         self._has_transfers = any(item.kind in (SEND, RECV) for item in plan.items)
         # Devices with streams (GPUs) launch kernels through a stream runtime (streams.py).
         self.streams = plan.device.stream_runtime(plan)
@@ -103,8 +107,10 @@ class Executor:
     def pool(self) -> ThreadPoolExecutor | None:
         """The worker threads, started on first use and kept for later steps."""
         if self.threads > 1 and self._pool is None:
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="dftool",
-                                            initializer=_quiet_numpy_warnings)
+            with self._pool_lock:   # concurrent first steps share one pool
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="dftool",
+                                                    initializer=_quiet_numpy_warnings)
         return self._pool
 
     def close(self) -> None:
@@ -117,16 +123,22 @@ class Executor:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
 
-    def run(self, feeds: dict[Item, tuple], fetches: list[tuple[Item, int]], *,
-            timeout: float | None = None, resources=None, allow_dead: bool = False,
-            rendezvous=None, participant=None, stats=None) -> list:
-        """Execute the plan. `feeds` maps FED items to their output tuples; returns the fetched
-        values in order (None for a dead fetch when `allow_dead`, else a dead fetch is an error).
-        Raises RuntimeFailure naming the node on kernel errors, a timeout, or a graph that cannot
-        finish. `_Send`/`_Recv` nodes meet in `rendezvous` (shared with the other devices' executors
-        of a multi-device step; `participant` names this one there); without one, a graph that
-        sends to itself gets a private rendezvous. `stats` (a step_stats.StepStats) records every
-        node execution and the memory in use; without it the step pays nothing for statistics."""
+    def run(self, feeds: dict[Item, tuple], fetches: list[tuple[Item, int]], **options) -> list:
+        """The fetched values of one step (run_step without its statistics)."""
+        return self.run_step(feeds, fetches, **options)[0]
+
+    def run_step(self, feeds: dict[Item, tuple], fetches: list[tuple[Item, int]], *,
+                 timeout: float | None = None, resources=None, allow_dead: bool = False,
+                 rendezvous=None, participant=None, stats=None) -> tuple[list, StepStats]:
+        """Execute the plan; returns (fetched values, this step's StepStats). Several steps may
+        run at once (from several threads): everything a step changes is its own. `feeds` maps
+        FED items to their output tuples; the fetched values come in order (None for a dead
+        fetch when `allow_dead`, else a dead fetch is an error). Raises RuntimeFailure naming the
+        node on kernel errors, a timeout (StepTimeout), or a graph that cannot finish.
+        `_Send`/`_Recv` nodes meet in `rendezvous` (shared with the other devices' executors of a
+        multi-device step; `participant` names this one there); without one, a graph that sends
+        to itself gets a private rendezvous. `stats` (a step_stats.StepStats) records every node
+        execution and the memory in use; without it the step pays nothing for statistics."""
         step = _Step(self, feeds, fetches, timeout, resources) if stats is None else \
             _traced_step(self, stats, feeds, fetches, timeout, resources)
         step.allow_dead = allow_dead
@@ -135,7 +147,7 @@ class Executor:
         step.rendezvous, step.participant = rendezvous, participant
         step.pool = self.pool()
         try:
-            return step.run()
+            return step.run(), step.stats
         finally:
             if self.streams is not None:   # the step's device work is done before results leave
                 self.streams.finish_step()
@@ -179,6 +191,8 @@ class _Step:
         self.targets = executor.targets
         self.targets_done: set[Item] = set()
         self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.running: dict[int, tuple] = {}   # id(tagged) -> tagged, for kernels on the pool
+        self.last = None   # the node the scheduling thread took last (for a timeout's message)
         self.timeout = timeout
         self.resources = resources
         self.ready: deque = deque()
@@ -198,16 +212,13 @@ class _Step:
 
     # --- the scheduling loop --------------------------------------------------------------------
     def run(self) -> list:
-        for item in self.plan.items:
-            if item.ctx is not None:
-                item.ctx.resources = self.resources
         root_iteration = self.root.iterations[0]
         for item in self.plan.sources:
             root_iteration.outstanding_ops += 1
             self.ready.append((item, self.root, 0))
         try:
             # TensorFlow produces inf/NaN and wraps integers silently; so do the kernels.
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), step_scope(self.resources):
                 self._loop(self.pool)
         except BaseException as exc:
             self._drain(exc)  # let kernels still running on the pool finish before unwinding
@@ -219,10 +230,17 @@ class _Step:
 
     def _loop(self, pool) -> None:
         ready = self.ready
-        check_every = 0
+        deadline = self.deadline
+        clock = time.monotonic
         while True:
             while ready and self.error is None:
+                # The deadline is checked between any two nodes (a loop of cheap nodes, or one
+                # heavy kernel after another, stops at once); a kernel already running finishes.
+                if deadline is not None and clock() > deadline:
+                    self._check_deadline()
+                    break
                 tagged = ready.popleft()
+                self.last = tagged
                 item, frame, it = tagged
                 if item.kind != NORMAL:
                     self._process(tagged)
@@ -243,7 +261,8 @@ class _Step:
                 if pool is not None and (ready or self.in_flight) and (
                         item.expensive or (count and getattr(inputs[0], "size", 0) >= _BIG_INPUT)):
                     self.in_flight += 1
-                    pool.submit(self._compute_async, tagged, inputs)
+                    self.running[id(tagged)] = tagged
+                    pool.submit(self._on_worker, tagged, inputs)
                     continue
                 try:
                     outputs = self._compute(item, inputs)
@@ -251,10 +270,6 @@ class _Step:
                     self.error = self._kernel_error(item, inputs, exc)
                     break
                 self._finish(tagged, outputs, False)
-                check_every += 1
-                if check_every >= 256:
-                    check_every = 0
-                    self._check_deadline()
             if self.in_flight == 0:
                 return
             self._wait_for_completion()
@@ -276,6 +291,7 @@ class _Step:
             except queue.Empty:
                 self._check_deadline()
         self.in_flight -= 1
+        self.running.pop(id(tagged), None)
         if error is not None:
             if self.error is None:
                 self.error = error
@@ -285,14 +301,20 @@ class _Step:
 
     def _check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline and self.error is None:
-            self.error = RuntimeFailure(f"step timed out after {self.timeout:g} s "
-                                        f"({self.nodes_executed} nodes executed)",
-                                        hint="a loop that never ends? raise --timeout if it is just slow")
+            self.error = StepTimeout(f"step timed out after {self.timeout:.3g} s "
+                                     f"({self.nodes_executed} nodes executed; {step_errors.where(self)})",
+                                        hint="a loop that never ends? raise --timeout if it is just slow "
+                                             "(a kernel already running, e.g. a BLAS call, is not interrupted)")
             self.ready.clear()
             if self.rendezvous is not None:  # wake this step's Recvs, and the other devices'
                 self.rendezvous.abort(self.error, self.participant)
 
     # --- running one node ---------------------------------------------------------------------
+    def _on_worker(self, tagged, inputs) -> None:
+        """A pool thread runs a kernel for this step: kernels there see this step's resources."""
+        with step_scope(self.resources):
+            self._compute_async(tagged, inputs)
+
     def _take_inputs(self, tagged):
         item, frame, it = tagged
         state = frame.iterations[it]
@@ -348,6 +370,10 @@ class _Step:
         elif kind == SWITCH:
             if is_dead:
                 outputs = (DEAD, DEAD)
+            elif getattr(inputs[1], "ndim", 0) != 0:   # as TensorFlow's SwitchOp checks
+                self.error = RuntimeFailure(f"node '{item.name}' (Switch): the predicate (input 1) must be "
+                                            f"a scalar, but it is {_describe(inputs[1])}")
+                return
             elif bool(inputs[1]):
                 outputs = (DEAD, inputs[0])
             else:
@@ -537,7 +563,7 @@ class _Step:
     def _collect(self) -> list:
         unfinished_targets = [t for t in self.targets if t not in self.targets_done]
         if not all(self.fetched) or unfinished_targets:
-            raise self._stuck_error(unfinished_targets)
+            raise step_errors.stuck_error(self, unfinished_targets)
         for (item, entries) in self.fetch_slots.items():
             for position, port in entries:
                 if self.results[position] is DEAD and self.allow_dead:
@@ -546,35 +572,6 @@ class _Step:
                     raise RuntimeFailure(f"fetch '{item.name}:{port}' is dead: it lies on a branch of a "
                                          f"cond (Switch) that was not taken")
         return self.results
-
-    def _stuck_error(self, unfinished_targets=()) -> RuntimeFailure:
-        missing_items = [item for item, entries in self.fetch_slots.items()
-                         for position, _ in entries if not self.fetched[position]]
-        missing = [f"{item.name}:{port}" for item, entries in self.fetch_slots.items()
-                   for position, port in entries if not self.fetched[position]]
-        missing += [item.name for item in unfinished_targets]
-        stuck = self._waiting_nodes(missing_items + list(unfinished_targets))
-        detail = ("; nodes waiting for inputs that never came: " + ", ".join(stuck[:8])
-                  + (f" and {len(stuck) - 8} more" if len(stuck) > 8 else "")) if stuck else ""
-        return RuntimeFailure(f"the graph cannot finish: {', '.join(missing)} never computed{detail}",
-                              hint="a Recv nobody sends, or an edge that can never arrive?")
-
-    def _waiting_nodes(self, missing: list[Item]) -> list[str]:
-        """The frontier behind what was never computed: nodes that never ran although some of
-        their inputs did (their other inputs never came)."""
-        item_of, ran = self.plan.item_of, self.ran
-        frontier, seen, stack = [], set(), list(missing)
-        while stack:
-            item = stack.pop()
-            if item.id in seen or ran[item.id]:
-                continue
-            seen.add(item.id)
-            producers = [item_of[n.name] for n in item.node.input_nodes() if n.name in item_of]
-            if any(ran[p.id] for p in producers):
-                frontier.append(item.name)
-            stack.extend(p for p in producers if not ran[p.id])
-        return sorted(frontier)
-
 
 
 def _quiet_numpy_warnings() -> None:

@@ -12,7 +12,7 @@ A Session whose graph names more than one device, or holds `_Send`/`_Recv` nodes
    `cpu:N` are separate CPUDevices; GPU names map to the cupy GPU, or to the FakeGPUDevice test
    double when the session's own device is one);
 3. a MultiDeviceExecutor runs all of them at once, each on its own thread (and its own worker
-   pool), sharing a fresh Rendezvous and the step's resources. No central scheduler: each device
+   pool), sharing a fresh Rendezvous (one per step) and the step's resources. No central scheduler: each device
    reacts to its own inputs and to values arriving from its peers.
 
 Feeds go to the device whose partition holds the fed node, fetches come back from theirs. A
@@ -21,7 +21,7 @@ first one, naming its node and device.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import threading
 
 from ..device_names import DEFAULT_JOB, canonical_device_name, parse_device_name, short_device_name
 from ..errors import DeviceUnavailable, DftoolError, InvalidGraphError, UsageError
@@ -191,65 +191,56 @@ class MultiDeviceExecutor:
         self.parts = parts
         self.feed_device = feed_device
         self.part_of = {item: part for part in parts for item in part.executor.plan.items}
-        self.last_stats = StepStats()
+        self.last_stats = StepStats()   # the latest step's (concurrent steps: use run_step)
         self.notes: list[str] = []
-        # One scheduling thread per device, kept for later steps; each executor has its own pool.
-        self._threads = ThreadPoolExecutor(len(parts), thread_name_prefix="dftool-device")
 
     @property
     def device_names(self) -> list[str]:
         return [part.name for part in self.parts]
 
     def close(self) -> None:
-        self._threads.shutdown(wait=True, cancel_futures=True)
         for part in self.parts:
             part.executor.close()
 
-    def __del__(self):
-        threads = getattr(self, "_threads", None)
-        if threads is not None:
-            threads.shutdown(wait=False, cancel_futures=True)
+    def run(self, feeds: dict, fetches: list, **options) -> list:
+        return self.run_step(feeds, fetches, **options)[0]
 
-    def run(self, feeds: dict, fetches: list, *, timeout: float | None = None, resources=None,
-            allow_dead: bool = False, stats=None) -> list:
-        """Run every device's executor once; returns the fetched values (host arrays) in order.
-        `stats` (a StepStats) gets one DeviceStats per device: each executor records its own."""
+    def run_step(self, feeds: dict, fetches: list, *, timeout: float | None = None, resources=None,
+                 allow_dead: bool = False, stats=None) -> tuple[list, StepStats]:
+        """Run every device's executor once; returns the fetched values (host arrays) in order,
+        and the step's counts. `stats` (a StepStats) gets one DeviceStats per device: each
+        executor records its own. Each step starts its own thread per device (but the first, which
+        runs on the caller's): a step never waits for a thread another step holds, so concurrent
+        steps cannot starve each other (a shared pool of one thread per device could run device 0
+        of two steps, each waiting for its device 1 queued behind)."""
         rendezvous = Rendezvous(participants=[part.name for part in self.parts])
         jobs = []
         for part in self.parts:
             part_feeds = {item: self._to_part(part, values) for item, values in feeds.items()
                           if self.part_of[item] is part}
             positions = [i for i, (item, _) in enumerate(fetches) if self.part_of[item] is part]
-            part_fetches = [fetches[i] for i in positions]
-            future = self._threads.submit(self._run_part, part, rendezvous, part_feeds, part_fetches,
-                                          dict(timeout=timeout, resources=resources, allow_dead=allow_dead,
-                                               stats=stats))
-            jobs.append((future, positions))
+            job = _PartJob(part, rendezvous, part_feeds, [fetches[i] for i in positions], positions,
+                           dict(timeout=timeout, resources=resources, allow_dead=allow_dead, stats=stats))
+            jobs.append(job)
+        threads = [threading.Thread(target=job.run, name=f"dftool-device-{job.part.name}", daemon=True)
+                   for job in jobs[1:]]
+        for thread in threads:
+            thread.start()
+        jobs[0].run()
+        for thread in threads:
+            thread.join()
         results: list = [None] * len(fetches)
-        failed = False
-        for future, positions in jobs:
-            try:
-                for position, value in zip(positions, future.result()):
-                    results[position] = value
-            except BaseException:
-                failed = True
-        self._merge_stats()
-        if failed:
+        for job in jobs:
+            for position, value in zip(job.positions, job.values or ()):
+                results[position] = value
+        step_stats = self._merge_stats([job.stats for job in jobs])
+        if any(job.failed for job in jobs):
             raise self._step_error(rendezvous)
-        return results
+        return results, step_stats
 
     def _to_part(self, part: DevicePart, values: tuple) -> tuple:
         return tuple(None if v is None else part.device.to_device(self.feed_device.to_host(v)) for v in values)
 
-    @staticmethod
-    def _run_part(part: DevicePart, rendezvous: Rendezvous, feeds, fetches, options) -> list:
-        try:
-            values = part.executor.run(feeds, fetches, rendezvous=rendezvous, participant=part.name, **options)
-        except BaseException as exc:
-            rendezvous.abort(exc, part.name)   # no-op when this failure came from the rendezvous
-            raise
-        rendezvous.finished(part.name)
-        return [None if v is None else part.device.to_host(v) for v in values]
 
     def _step_error(self, rendezvous: Rendezvous) -> BaseException:
         """The first failure, with the device it happened on added to its message."""
@@ -260,15 +251,41 @@ class MultiDeviceExecutor:
         tagged.__cause__ = error.__cause__
         return tagged
 
-    def _merge_stats(self) -> None:
+    def _merge_stats(self, part_stats_list: list) -> StepStats:
         stats = StepStats()
-        for part in self.parts:
-            part_stats = part.executor.last_stats
+        for part_stats in part_stats_list:
+            if part_stats is None:
+                continue
             stats.nodes_executed += part_stats.nodes_executed
             # Every device holding part of a loop runs all of its iterations: count them once.
             for frame, count in part_stats.iterations.items():
                 stats.iterations[frame] = max(stats.iterations.get(frame, 0), count)
         self.last_stats = stats
+        return stats
+
+
+class _PartJob:
+    """One device's share of one step: run on its thread, its results and counts kept here."""
+
+    def __init__(self, part: DevicePart, rendezvous: Rendezvous, feeds, fetches, positions, options):
+        self.part, self.rendezvous, self.feeds, self.fetches = part, rendezvous, feeds, fetches
+        self.positions, self.options = positions, options
+        self.values: list | None = None
+        self.stats: StepStats | None = None
+        self.failed = False
+
+    def run(self) -> None:
+        part, rendezvous = self.part, self.rendezvous
+        try:
+            values, self.stats = part.executor.run_step(self.feeds, self.fetches, rendezvous=rendezvous,
+                                                        participant=part.name, **self.options)
+            self.values = [None if v is None else part.device.to_host(v) for v in values]
+        except BaseException as exc:
+            self.failed = True
+            self.stats = part.executor.last_stats
+            rendezvous.abort(exc, part.name)   # no-op when this failure came from the rendezvous
+            return
+        rendezvous.finished(part.name)
 
 
 def compile_multi_device(session, pruned: Graph, fed_nodes: set[Node], fetch_refs: list[TensorRef],

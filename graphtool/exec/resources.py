@@ -11,6 +11,11 @@ Kernels reach both through `ctx.resources` (a StepResources; `ctx.resources.sess
 session container). Kernels of one step run on several threads at once, so the containers are
 thread-safe, and the resource objects they hold carry their own locks.
 
+Several steps of one Session may run at once (TensorFlow allows concurrent Session.run calls), and
+they share the compiled plan, so the step container cannot live on the plan's kernel contexts:
+each thread running a kernel says which step it works for (`step_scope`), and `ctx.resources`
+reads that (`current_step_resources`).
+
     resources = StepResources(SessionResources())
     array = resources.lookup_or_create(("TensorArray", name), lambda: TensorArray(...))
 """
@@ -58,6 +63,32 @@ class ResourceContainer:
             if resource is None:
                 resource = self._resources[key] = create()
             return resource
+
+
+_current = threading.local()
+
+
+def current_step_resources() -> "StepResources | None":
+    """The step container of the step this thread is running a kernel for (None outside one)."""
+    return getattr(_current, "resources", None)
+
+
+class step_scope:
+    """`with step_scope(resources):` kernels run by this thread meanwhile see `resources` (the
+    previous value comes back afterwards, so scopes nest)."""
+
+    __slots__ = ("resources", "previous")
+
+    def __init__(self, resources: "StepResources | None"):
+        self.resources = resources
+
+    def __enter__(self):
+        self.previous = getattr(_current, "resources", None)
+        _current.resources = self.resources
+        return self.resources
+
+    def __exit__(self, *exc) -> None:
+        _current.resources = self.previous
 
 
 class SessionResources(ResourceContainer):

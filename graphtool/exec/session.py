@@ -6,6 +6,7 @@ signature and executes it.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,6 +57,9 @@ class Session:
         # 'node:k' fed in a pruned graph -> its feed node; SavedModel signature keys
         self._aliases = {role: fed_tensor_aliases(graph, role) for role in ("feed", "fetch")}
         self._executors: dict[tuple, tuple[Executor, list, dict]] = {}
+        # Steps may run from several threads at once (as TensorFlow's Session allows): each has
+        # its own step container and rendezvous; only compiling a new signature is serialised.
+        self._compile_lock = threading.Lock()
         # Several devices named, or a partitioned graph: one executor per device (multi_device.py).
         self.multi_device = needs_multi_device(graph, self.device)
 
@@ -104,19 +108,23 @@ class Session:
                    for (name, value), ref in zip(feeds.items(), feed_values)}
         key = (tuple(fetch_refs), tuple(n.name for n in target_nodes),
                tuple(sorted((r.node.name, r.index) for r in checked)))
-        if key not in self._executors:
-            self._executors[key] = self._compile(fetch_refs, target_nodes, checked)
-        executor, fetch_items, fed_items = self._executors[key]
+        compiled = self._executors.get(key)
+        if compiled is None:
+            with self._compile_lock:
+                compiled = self._executors.get(key)
+                if compiled is None:
+                    compiled = self._executors[key] = self._compile(fetch_refs, target_nodes, checked)
+        executor, fetch_items, fed_items = compiled
         device = self.device
         feed_outputs = {}
         for item, refs in fed_items.items():
             feed_outputs[item] = tuple(device.to_device(checked[r]) if r in checked else None for r in refs)
         step_fetches = [(fetch_items[i], ref.index) for i, ref in enumerate(fetch_refs)]
         stats = StepStats() if trace else None
-        values = executor.run(feed_outputs, step_fetches, timeout=timeout, resources=StepResources(self.resources),
-                              allow_dead=allow_dead, stats=stats)
+        values, step = executor.run_step(feed_outputs, step_fetches, timeout=timeout,
+                                         resources=StepResources(self.resources), allow_dead=allow_dead, stats=stats)
         host_values = [None if v is None else device.to_host(v) for v in values]
-        return RunResult(host_values, executor.last_stats.nodes_executed, dict(executor.last_stats.iterations),
+        return RunResult(host_values, step.nodes_executed, dict(step.iterations),
                          executor.device_names, stats.stop() if trace else None,
                          notes=list(getattr(executor, "notes", ())))
 
@@ -183,7 +191,11 @@ def _cast_feed(array: np.ndarray, want, name: str) -> np.ndarray:
     float32 placeholder, int64 indices for int32, text for string); anything else is an error."""
     if array.dtype == want.numpy:
         return array
-    got = dtypes.from_numpy(array.dtype) if array.dtype.kind not in "OSU" else dtypes.string
+    try:
+        got = dtypes.from_numpy(array.dtype) if array.dtype.kind not in "OSU" else dtypes.string
+    except UsageError:
+        raise UsageError(f"feed '{name}': numpy dtype {array.dtype} has no TensorFlow counterpart",
+                         hint=f"save the array as {want.numpy}") from None
     if want is dtypes.string and array.dtype.kind in "OSU":
         return array.astype(object)
     if got.is_floating and want.is_floating:

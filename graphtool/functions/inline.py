@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..colocation import class_entries
 from ..ir import Graph, Node, TensorRef
 from .instantiate import FunctionBody
 
@@ -56,7 +57,7 @@ def inline_body(host: Graph, body: FunctionBody, inputs: list[TensorRef], contro
         mapping[node] = new
     for node in copied:   # colocation with a body node means its inlined copy
         if "_class" in node.attrs:
-            groups = [g for g in node.attr("_class") if isinstance(g, str)]
+            groups = class_entries(node)
             renamed = [_LOC + mapping[body.graph.get(g[len(_LOC):])].name
                        if g.startswith(_LOC) and body.graph.get(g[len(_LOC):]) in mapping else g for g in groups]
             if renamed != groups:

@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .. import dtypes
-from ..errors import RuntimeFailure, UsageError
+from ..builder.binding import GraphBuildError
+from ..errors import InvalidGraphError, RuntimeFailure, UsageError
 from ..ir import Frame, Graph, TensorRef, parse_tensor_name
 from ..ops import opaque
 from .building import current_context
@@ -104,13 +105,18 @@ def add_gradients(graph: Graph, y, xs, prefix: str = "grad", *, builder=None) ->
     opaque.require_known([n for n in graph.nodes if n in on_path], f"differentiate '{y_ref.name}'",
                          hint="differentiate with respect to tensors past them (--x), or prune them away")
     run = Backprop(builder, info, on_path, prefix)
-    run.top = TopScope(frame, _top_context(builder, frame, y_ref))
     before = len(graph)
     forward_nodes = set(graph.nodes)
     report = GradReport(y_ref.name, prefix)
-    arrived = run.backprop_region(frame, run.top, {y_ref: [_seed(run, y_ref)]})
-    for x, name in zip(x_refs, names):
-        report.gradients.append(_emit(run, arrived, y_ref, x, name, report))
+    try:
+        run.top = TopScope(frame, _top_context(builder, frame, y_ref))
+        arrived = run.backprop_region(frame, run.top, {y_ref: [_seed(run, y_ref)]})
+        for x, name in zip(x_refs, names):
+            report.gradients.append(_emit(run, arrived, y_ref, x, name, report))
+    except GraphBuildError as exc:   # outside any one node's gradient (those name their node)
+        raise InvalidGraphError(f"cannot build the gradient of '{y_ref.name}': {exc}",
+                                hint="the graph's shapes or dtypes do not fit together "
+                                     "(dftool inspect shows them)") from None
     complete = current_context(builder) is None
     if complete:
         _drop_unused_backward_nodes(graph, forward_nodes, [graph.node(e.name) for e in report.gradients])

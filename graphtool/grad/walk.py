@@ -15,7 +15,8 @@ import heapq
 from collections import defaultdict
 from contextlib import contextmanager
 
-from ..errors import RuntimeFailure
+from ..builder.binding import GraphBuildError
+from ..errors import InvalidGraphError, RuntimeFailure
 from ..ir import Frame, Node, TensorRef
 from ..ir.frames import ENTER_OPS, EXIT_OPS, NEXT_ITERATION_OPS
 from . import registry
@@ -69,9 +70,18 @@ class Backprop:
         with self.b.name_scope(scope), self.b.device(None), self.b.device(device or ""):
             yield
 
+    @contextmanager
     def grad_scope(self, node: Node):
-        """`PREFIX/<node>_grad/`, where the gradient of `node` is built."""
-        return self.building(f"{node.name}_grad", node.device)
+        """`PREFIX/<node>_grad/`, where the gradient of `node` is built. A backward node the
+        builder refuses (its shapes or dtypes do not fit) means the forward graph is inconsistent
+        around `node`: an InvalidGraphError naming it."""
+        try:
+            with self.building(f"{node.name}_grad", node.device):
+                yield
+        except GraphBuildError as exc:
+            raise InvalidGraphError(f"cannot differentiate node '{node.name}' ({node.op}): {exc}",
+                                    hint="its inputs' shapes or dtypes do not fit together "
+                                         "(dftool inspect shows them)") from None
 
     # --- sums -------------------------------------------------------------------------------
     def aggregate(self, grads: list[TensorRef] | None) -> TensorRef | None:

@@ -80,14 +80,18 @@ def _check_size(node, dims: list[int], dtype) -> None:
 
 
 def differences(original: Graph, optimized: Graph, fetches: list[str], feeds: dict[str, np.ndarray],
-                rtol: float = 1e-5, atol: float = 1e-6, tolerances: dict | None = None) -> list[str]:
+                rtol: float = 1e-5, atol: float = 1e-6, tolerances: dict | None = None,
+                timeout=None) -> list[str]:
     """One description per fetch whose values differ between the two graphs (empty: equivalent).
     Floats may differ by rtol/atol elementwise plus, where `tolerances` (fetch -> Tolerance, see
-    tolerance.py) names the fetch, its accumulation tolerance relative to the fetch's magnitude."""
+    tolerance.py) names the fetch, its accumulation tolerance relative to the fetch's magnitude.
+    `timeout` (seconds, or a callable giving the seconds left) bounds each of the two runs: a
+    graph whose loop never ends raises exec.executor.StepTimeout."""
     from ..exec.session import Session
 
-    before = Session(original, threads=1).run(fetches, feeds, allow_dead=True).values
-    after = Session(optimized, threads=1).run(fetches, feeds, allow_dead=True).values
+    left = timeout if callable(timeout) else (lambda: timeout)
+    before = Session(original, threads=1).run(fetches, feeds, allow_dead=True, timeout=left()).values
+    after = Session(optimized, threads=1).run(fetches, feeds, allow_dead=True, timeout=left()).values
     problems = []
     for name, a, b in zip(fetches, before, after):
         if a is None or b is None:  # dead (an untaken cond branch) must stay dead, and live live

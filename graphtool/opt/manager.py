@@ -68,7 +68,9 @@ def optimize(graph: Graph, ctx: PassContext, passes: list[str] | None = None, ma
     report = OptimizeReport()
     dump = Path(dump_dir) if dump_dir else None
     if dump is not None:
-        dump.mkdir(parents=True, exist_ok=True)
+        from ..graph_io import ensure_directory
+
+        ensure_directory(str(dump), "--dump-dir")
     for iteration in range(1, max_iterations + 1):
         report.iterations = iteration
         any_change = False

@@ -18,6 +18,7 @@ from google.protobuf import text_format
 
 from .. import dtypes
 from ..errors import InvalidGraphError, UsageError
+from ..graph_io import read_bounded
 from ..proto.meta_graph_pb2 import MetaGraphDef, TensorInfo
 from ..proto.saved_model_pb2 import SavedModel
 
@@ -44,7 +45,8 @@ def find_saved_model(path: str) -> Path | None:
 def read_saved_model(file: Path) -> SavedModel:
     """Parse saved_model.pb (binary) or saved_model.pbtxt (text); InvalidGraphError naming the file."""
     try:
-        data = file.read_bytes()
+        with open(file, "rb") as handle:
+            data = read_bounded(handle, str(file))  # bounded: saved_model.pb may be a link to /dev/zero
     except OSError as exc:
         raise InvalidGraphError(f"{file}: cannot read ({exc.strerror or exc})") from None
     saved = SavedModel()

@@ -11,6 +11,7 @@ import numpy as np
 
 from .array_common import (element_count, first_true, host_int, host_ints, shape_str,
                            stable_argsort, wrap_axis)
+from .cpp_order import top_k_row
 from .registry import kernel
 
 # --- ReverseV2, Reverse, ReverseSequence ----------------------------------------------------------
@@ -113,7 +114,8 @@ def one_hot(ctx, indices, depth, on_value, off_value, *, axis):
 @kernel("TopKV2")
 def top_k_v2(ctx, input, k, *, sorted):
     """The k largest entries of each last-dim row, largest first, equal values by lower index.
-    (With sorted=False TensorFlow leaves the order unspecified: sorted order is a valid answer.)"""
+    (With sorted=False TensorFlow leaves the order unspecified: sorted order is a valid answer.)
+    Rows holding NaN come out in TensorFlow's exact order (see cpp_order.py)."""
     xp = ctx.xp
     if k.ndim != 0:
         ctx.fail(f"k must be 0-D, got shape {shape_str(k.shape)}")
@@ -129,8 +131,20 @@ def top_k_v2(ctx, input, k, *, sorted):
     # increasing index order, without negating values (which unsigned types cannot take).
     ascending = stable_argsort(xp, input[..., ::-1], axis=-1)
     indices = columns - 1 - ascending[..., ::-1][..., :count]
+    if count and xp is np and (input.dtype.kind == "f" or input.dtype.name == "bfloat16"):
+        _nan_rows_as_tensorflow(input, indices, count, sorted)
     values = xp.take_along_axis(input, indices, axis=-1)
     return values, indices.astype(ctx.out_dtype(1))
+
+
+def _nan_rows_as_tensorflow(input, indices, count: int, is_sorted: bool) -> None:
+    """NaN compares false with everything, so TensorFlow's order of a row holding one follows
+    the steps of its sorting algorithms (cpp_order.py replays them); other rows are done."""
+    rows = input.reshape(-1, input.shape[-1])
+    flat = indices.reshape(-1, count)
+    lanes = 4 if input.dtype.itemsize == 8 else 8   # values per 32-byte SIMD packet in Eigen
+    for row in np.flatnonzero(np.isnan(rows).any(axis=-1)):
+        flat[row] = top_k_row(rows[row].astype(np.float64).tolist(), count, is_sorted, lanes)
 
 
 _MAX_WHERE_RANK = 8  # TensorFlow's kernel is instantiated for ranks 1 to 8

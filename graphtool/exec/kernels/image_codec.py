@@ -24,6 +24,9 @@ def _pillow(ctx):
         from PIL import Image
     except ImportError:
         ctx.fail(f"{ctx.op} needs Pillow (install dftool[image] or pillow)")
+    # The size check is ours (_check_decoded_size, from --max-tensor-bytes): Pillow's own pixel
+    # limit would warn on stderr below it and refuse pictures TensorFlow decodes above it.
+    Image.MAX_IMAGE_PIXELS = None
     return Image
 
 
@@ -44,6 +47,7 @@ def _open(ctx, data: bytes, kind: str, ratio: int = 1, fast_idct=None, grey: boo
         image = Image.open(io.BytesIO(data))
         if image.format != kind:
             ctx.fail(f"Got {image.format or 'unknown format'} data where {kind} was expected")
+        _check_decoded_size(ctx, image, kind)
         if kind == "JPEG":
             image.draft("L" if grey else image.mode,
                         (-(-image.width // ratio), -(-image.height // ratio)) if ratio > 1 else None)
@@ -53,6 +57,19 @@ def _open(ctx, data: bytes, kind: str, ratio: int = 1, fast_idct=None, grey: boo
     except (OSError, SyntaxError, ValueError) as exc:
         ctx.fail(f"Invalid {kind} data: {exc}")
     return image
+
+
+def _check_decoded_size(ctx, image, kind: str) -> None:
+    """Refuse, from the header alone, an image whose pixels would exceed the tensor bound: a few
+    hundred bytes of PNG can declare a 65535 x 65535 picture (a decompression bomb)."""
+    from ... import limits
+
+    bound = limits.current().max_tensor_bytes
+    needed = image.width * image.height * 4   # Pillow holds a pixel of any mode in 4 bytes
+    if needed > bound:
+        ctx.fail(f"{kind} image of {image.width}x{image.height} pixels would decode to up to "
+                 f"{limits.describe_bytes(needed)}, more than the tensor bound of {limits.describe_bytes(bound)} "
+                 f"(raise it with --max-tensor-bytes)")
 
 
 def _channels_of(mode: str) -> int:

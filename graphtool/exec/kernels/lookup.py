@@ -209,11 +209,16 @@ def _text_file_entries(ctx, path: str, key_index: int, value_index: int, vocab_s
 
     if len(delimiter) != 1:
         ctx.fail("delimiter should be only 1 char")
+    from ... import graph_io
+    from ...errors import InvalidGraphError
+
     try:
-        with open(path, "rb") as file:
-            data = file.read()
+        with open(path, "rb") as file:   # bounded: the path may name /dev/zero or a FIFO
+            data = graph_io.read_bounded(file, path)
     except OSError as exc:
         ctx.fail(f"{path}; {exc.strerror or 'cannot be read'}")
+    except InvalidGraphError as exc:
+        ctx.fail(f"vocabulary file {exc.one_line()}")
     lines, position = [], 0
     for raw in data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n"):
         position += len(raw) + 1

@@ -13,7 +13,7 @@ import functools
 import numpy as np
 
 from . import math_special, variant
-from .math_common import (LOW_PRECISION, broadcast_shape, check_nonzero_divisor, compute_dtype,
+from .math_common import (LOW_PRECISION, broadcast_shape, check_nonzero_divisor, compute_dtype, flush_denormals,
                           is_complex, is_integer, math_kernel, require_same_shape, shape_text,
                           truncate_divide)
 
@@ -288,10 +288,10 @@ def sigmoid(ctx, x):
     if x.dtype in LOW_PRECISION:
         # Eigen's formula for half and bfloat16, each operation rounded in the type.
         e = xp.exp(x)
-        return xp.where(xp.isinf(e), 1, e / (1 + e))
+        return flush_denormals(xp, xp.where(xp.isinf(e), 1, e / (1 + e)).astype(x.dtype, copy=False))
     # exp of a non-positive number only: no overflow, full relative precision for x << 0.
     e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    return flush_denormals(xp, xp.where(x >= 0, 1 / (1 + e), e / (1 + e)))
 
 
 def _in_float64(fn):

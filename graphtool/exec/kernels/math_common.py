@@ -24,6 +24,22 @@ FLOAT64 = np.dtype(np.float64)
 LOW_PRECISION = (FLOAT16, BFLOAT16)
 
 
+# TensorFlow runs its CPU kernels with denormals flushed to zero (the FTZ/DAZ bits), so float32,
+# float64 and bfloat16 (computed in float32) results that underflow come out as 0. float16 is
+# converted from a float32 result, which can round to a float16 denormal: those stay.
+_FLUSHED = {FLOAT32: float(np.finfo(np.float32).tiny), FLOAT64: float(np.finfo(np.float64).tiny),
+            BFLOAT16: float(np.finfo(np.float32).tiny)}
+
+
+def flush_denormals(xp, values):
+    """`values` with every denormal replaced by 0 (same sign), as TensorFlow's flush-to-zero
+    arithmetic gives it; other dtypes unchanged."""
+    tiny = _FLUSHED.get(values.dtype)
+    if tiny is None:
+        return values
+    return xp.where(xp.abs(values) < values.dtype.type(tiny), values * values.dtype.type(0), values)
+
+
 def is_integer(dtype) -> bool:
     return np.dtype(dtype).kind in "iu"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .math_common import flush_denormals
 from .nn_common import finfo
 from .registry import kernel
 
@@ -63,8 +64,8 @@ def softplus(ctx, features):
     xp = ctx.xp
     threshold = features.dtype.type(_softplus_threshold(features.dtype))
     exp = xp.exp(xp.minimum(features, -threshold))
-    return xp.where(features > -threshold, features,
-                    xp.where(features < threshold, exp, xp.log1p(exp)))
+    return flush_denormals(xp, xp.where(features > -threshold, features,
+                                        xp.where(features < threshold, exp, xp.log1p(exp))))
 
 
 @kernel("Softsign")

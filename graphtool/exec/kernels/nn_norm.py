@@ -8,6 +8,8 @@ mean and the biased variance in training, the given mean and variance in inferen
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .nn_common import channel_axis, shape_text, upcast
 from .registry import kernel
 
@@ -87,6 +89,8 @@ def _fused_batch_norm(ctx, x, scale, offset, mean, variance, epsilon, exponentia
     xp = ctx.xp
     statistics = {} if is_training and exponential_avg_factor == 1 else {"mean": mean, "variance": variance}
     channels = _check_batch_norm_inputs(ctx, x, data_format, scale=scale, offset=offset, **statistics)
+    if x.size == 0:
+        return _empty_batch_norm(ctx, x, scale.shape[0])
     values, scale, offset, mean, variance = (upcast(v) for v in (x, scale, offset, mean, variance))
     if is_training:
         y, batch_mean, batch_variance, saved_mean, saved_variance = _batch_norm_training(
@@ -98,6 +102,15 @@ def _fused_batch_norm(ctx, x, scale, offset, mean, variance, epsilon, exponentia
     vector_type = ctx.out_dtype(1)
     return (y.astype(ctx.out_dtype(0), copy=False),
             *(v.astype(vector_type) for v in (batch_mean, batch_variance, saved_mean, saved_variance)))
+
+
+def _empty_batch_norm(ctx, x, depth: int):
+    """TensorFlow's CPU kernel on an x without elements (training or not): an empty y, NaN batch
+    mean and variance (statistics of nothing), and reserve spaces it leaves unwritten (zeros here)."""
+    xp, vector_type = ctx.xp, ctx.out_dtype(1)
+    nan = xp.full(depth, np.nan, vector_type)
+    return (xp.zeros(x.shape, ctx.out_dtype(0)), nan, nan.copy(), xp.zeros(depth, vector_type),
+            xp.zeros(depth, vector_type))
 
 
 @kernel("FusedBatchNorm", "FusedBatchNormV2", expensive=True)

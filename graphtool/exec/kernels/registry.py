@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable
 
+from ..resources import current_step_resources
+
 CPU, GPU = "CPU", "GPU"
 
 _KERNELS: dict[tuple[str, str], "KernelDef"] = {}
@@ -94,7 +96,7 @@ class KernelError(Exception):
 class KernelContext:
     """What a kernel sees besides its inputs: bound once per node when the plan is compiled."""
 
-    __slots__ = ("xp", "node_name", "op", "output_dtypes", "np_out_dtypes", "device", "resources")
+    __slots__ = ("xp", "node_name", "op", "output_dtypes", "np_out_dtypes", "device", "_resources")
 
     def __init__(self, xp, node_name: str, op: str, output_dtypes, device, resources=None):
         self.xp = xp
@@ -103,7 +105,15 @@ class KernelContext:
         self.output_dtypes = output_dtypes   # list[DType], from the op's signature
         self.np_out_dtypes = tuple(d.base.numpy for d in output_dtypes)
         self.device = device
-        self.resources = resources           # per-step containers (TensorArrays, stacks, ...)
+        self._resources = resources          # fixed containers, else the running step's
+
+    @property
+    def resources(self):
+        """The step's containers (TensorArrays, stacks, ...; `.session`: variables). The context
+        is shared by every step running the plan, so the step comes from the running thread."""
+        if self._resources is not None:
+            return self._resources
+        return current_step_resources()
 
     def out_dtype(self, index: int = 0):
         """The numpy dtype of output `index`."""
