@@ -12,7 +12,7 @@ import numpy as np
 
 from . import dtypes
 from .dtypes import DType
-from .errors import InvalidGraphError
+from .errors import DftoolError, InvalidGraphError
 from .ir import Graph, Node, TensorRef
 from .ops import opaque, registry
 from .ops.inference import MAX_VALUE_ELEMENTS, HandleData, InferenceContext, PerOutput, may_build, relax
@@ -104,6 +104,15 @@ def infer_node(node: Node, result: ShapeResult, strict: bool = False) -> list[Te
     try:
         # A malformed type attr (an int where a type belongs) is verify()'s to report.
         out_dtypes = [d if isinstance(d, DType) else dtypes.INVALID for d in spec.output_dtypes(node)]
+    except (DftoolError, ValueError) as exc:
+        # An attr of the wrong kind or an impossible output count (num_split = 2**31): the shape
+        # function would read the same attr and trust it, so it is not called. (A missing type attr,
+        # KeyError, still leaves the shapes to infer.)
+        message = exc.one_line() if isinstance(exc, DftoolError) else f"node '{node.name}' ({node.op}): {exc}"
+        if strict:
+            raise InvalidGraphError(message) from None
+        result.errors[node] = message
+        return [TensorInfo(dtypes.INVALID, Shape.unknown()) for _ in range(num_outputs)]
     except Exception:
         out_dtypes = [dtypes.INVALID] * num_outputs
     shapes_in, dtypes_in, values_in, available, handles_in = [], [], [], [], []
@@ -127,7 +136,8 @@ def infer_node(node: Node, result: ShapeResult, strict: bool = False) -> list[Te
         if len(shapes) != len(out_dtypes):
             raise ShapeError(f"shape function gave {len(shapes)} shapes for {len(out_dtypes)} outputs")
         values = _infer_value(spec, ctx, shapes)
-    except (ShapeError, KeyError, ValueError, TypeError, IndexError, ArithmeticError) as exc:
+    except (ShapeError, InvalidGraphError, KeyError, ValueError, TypeError, IndexError, ArithmeticError) as exc:
+        # InvalidGraphError: an attr of the wrong kind (Node.attr checks it); verify() reports it too.
         inputs = ", ".join(str(s) for s in shapes_in) or "no inputs"
         message = f"node '{node.name}' ({node.op}) with input shapes [{inputs}]: {exc}"
         if strict:
@@ -167,5 +177,10 @@ def _as_value(value, shape: Shape, dtype: DType) -> np.ndarray | None:
     if value.size > MAX_VALUE_ELEMENTS:
         return None
     if value.dtype == object and all(v is not None for v in value.ravel()):
-        value = value.astype(dtype.numpy if dtype.numpy is not None else object)
+        try:
+            value = value.astype(dtype.numpy if dtype.numpy is not None else object)
+        except (OverflowError, TypeError, ValueError):
+            # A value its dtype cannot hold (the int32 Shape of a [2**40] tensor): at run time the
+            # kernel decides what happens; statically it is just not known.
+            return None
     return value

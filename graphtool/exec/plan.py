@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import InvalidGraphError, UsageError
 from ..ir import Graph, Node
-from . import kernels
+from . import kernels, output_bound
 from .kernels import KernelContext
 
 # How the executor treats a node (plain ints: compared in the hot loop). The kinds from ENTER up
@@ -179,6 +179,8 @@ def _bind_kernel(item: Item, device) -> None:
                          hint="place it on a device that has one")
     try:
         item.kernel = kernels.bind(kernel_def, node)
+        if output_bound.sizes_from_values(node):
+            item.kernel = output_bound.bounded(item.kernel, node)
     except KeyError as exc:
         raise InvalidGraphError(f"node '{node.name}' ({node.op}): {exc.args[0]}") from None
     output_dtypes = node.spec.output_dtypes(node) if node.spec else []

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import dtypes
-from ..errors import UsageError
+from ..errors import RuntimeFailure, UsageError
 from ..functions.lowering import lower_functional_ops, needs_lowering
 from ..ir import Graph, TensorRef, parse_tensor_name
 from ..ops.core import FED_INPUT_OPS
@@ -22,6 +22,7 @@ from ..shape_inference import infer_shapes
 from ..shapes import Shape
 from .devices import Device, create_device
 from .executor import Executor
+from .kernels.state import Uninitialized
 from .multi_device import compile_multi_device, needs_multi_device, with_peer_sends
 from .plan import compile_plan
 from .resources import SessionResources, StepResources
@@ -123,6 +124,10 @@ class Session:
         stats = StepStats() if trace else None
         values, step = executor.run_step(feed_outputs, step_fetches, timeout=timeout,
                                          resources=StepResources(self.resources), allow_dead=allow_dead, stats=stats)
+        for ref, value in zip(fetch_refs, values):
+            if isinstance(value, Uninitialized):   # TensorFlow's FailedPrecondition, not a value
+                raise RuntimeFailure(f"fetch '{ref.full_name}': attempting to use uninitialized value {value.name}",
+                                     hint="run the variable's initializer first (dftool run --init OP)")
         host_values = [None if v is None else device.to_host(v) for v in values]
         return RunResult(host_values, step.nodes_executed, dict(step.iterations),
                          executor.device_names, stats.stop() if trace else None,

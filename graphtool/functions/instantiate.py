@@ -125,6 +125,11 @@ def instantiate(library, name: str, call_attrs=None, caller: str = "") -> Functi
         node_where = f"{where}: node '{node_def.name}'"
         if not node_def.name or node_def.name in nodes or node_def.name in arg_refs:
             raise InvalidGraphError(f"{node_where}: empty or duplicate node name")
+        if node_def.op in ("_Arg", "_Retval"):
+            # The body's args and returns are the signature's; instantiation makes these nodes, and
+            # one more in the body would be neither an input nor copied when inlining.
+            raise InvalidGraphError(f"{node_where}: op '{node_def.op}' is not allowed in a function body "
+                                    f"(its inputs and outputs come from the signature)")
         node = graph.add_node(node_def.op, node_def.name, device=node_def.device)
         for key in sorted(node_def.attr):
             node.attrs[key] = resolver.resolve(node_def.attr[key], f"node '{node_def.name}' attr '{key}'")

@@ -130,6 +130,12 @@ class _Context:
         """The instantiated body, with its own functional ops already lowered."""
         body = instantiate(self.graph.library, func_name, call_attrs, caller.name)
         _lower_graph(body.graph, self.report, self.depth + 1)
+        # A malformed body node (a type attr holding an int) is the input's fault: say so naming the
+        # function, before it is inlined or differentiated (where it would look like dftool's bug).
+        problems = body.graph.problems()
+        if problems:
+            more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+            raise InvalidGraphError(f"function '{func_name}' (called by '{caller.name}'): {problems[0]}{more}")
         # A lowered node's replacement keeps its name; control outputs must point at it.
         body.control_outputs = [body.graph.node(n.name) for n in body.control_outputs]
         return body

@@ -227,7 +227,9 @@ def _seed(run: Backprop, y: TensorRef) -> TensorRef:
     shape = run.info.shapes.shape(y)
     one = np.ones((), run.info.dtype(y).base.numpy)
     with run.building("", y.node.device):
-        dims = np.asarray(shape.as_list(), np.int32) if shape.fully_defined else b.op("Shape", [y], out_type=dtypes.int32)
+        # Static dims only when they fit the int32 Fill takes here; a declared [2**62] reads y's shape at run time.
+        static = shape.fully_defined and all(d < 2**31 for d in shape.as_list())
+        dims = np.asarray(shape.as_list(), np.int32) if static else b.op("Shape", [y], out_type=dtypes.int32)
         return b.op("Fill", [dims, one], name="grad_ys")
 
 

@@ -35,6 +35,11 @@ def from_graphdef(graph_def: GraphDef, source: str = "graph", *, verify: bool = 
         if not node_def.name:
             fail(f"a node ({node_def.op or 'no op'}) has an empty name")
             continue
+        if node_def.name.startswith("^") or ":" in node_def.name:
+            # Such a node cannot be named in an input string ('^x' reads as a control input of
+            # 'x', 'a:1' as port 1 of 'a'), so its users and the graph's own indexes would disagree.
+            fail(f"node name '{node_def.name}' is not valid (a name may not start with '^' or contain ':')")
+            continue
         if node_def.name in graph:
             fail(f"duplicate node name '{node_def.name}'")
             continue

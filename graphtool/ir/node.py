@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 from .. import attrs as attr_codec
+from ..errors import InvalidGraphError
 from ..proto.attr_value_pb2 import AttrValue
 
 if TYPE_CHECKING:
@@ -101,9 +102,15 @@ class Node:
     def attr(self, name: str, default=attr_codec.SCALAR_KINDS):
         """The decoded value of attr `name`, falling back to the op's registered default (or to
         `default` when given). KeyError when there is neither."""
-        if name in self.attrs:
-            return attr_codec.decode(self.attrs[name], f"node '{self._name}' attr '{name}'")
         spec = self.spec
+        if name in self.attrs:
+            value = self.attrs[name]
+            declared = spec.attrs.get(name) if spec is not None else None
+            # Every reader (shape functions, kernels, passes) may assume the declared kind: a
+            # type attr holding a func or a tensor holding a string is the input's fault.
+            if declared is not None and (problem := declared.kind_problem(value)):
+                raise InvalidGraphError(f"node '{self._name}' ({self.op}): {problem}")
+            return attr_codec.decode(value, f"node '{self._name}' attr '{name}'")
         if spec is not None and name in spec.attrs and spec.attrs[name].has_default:
             return spec.attrs[name].default
         if default is not attr_codec.SCALAR_KINDS:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import DType
-from ..shapes import Shape, ShapeError, broadcast_shapes
+from ..shapes import MAX_RANK, Shape, ShapeError, broadcast_shapes
 
 
 # Values bigger than this are not carried through inference (they only matter for their shapes).
@@ -160,6 +160,10 @@ class InferenceContext:
             return Shape([None if v is None or int(v) < 0 else int(v) for v in partial.ravel()])
         shape = self.shape(i)
         if shape.known_rank and shape.rank == 1 and shape[0] is not None:
+            if shape[0] > MAX_RANK:
+                # A shape vector of 10**12 elements (a broadcast Sub of a huge constant) is no shape;
+                # building its unknown dims would take terabytes.
+                self.fail(f"input {i} has {shape[0]} elements, more than the {MAX_RANK} dimensions a shape may have")
             return Shape.unknown_of_rank(shape[0])
         if shape.known_rank and shape.rank == 0:
             # A scalar -1 means "unknown rank" in TensorFlow's convention.

@@ -68,16 +68,13 @@ class AttrSpec:
     minimum: int | None = None
     allowed_strings: list[str] | None = None  # for string attrs written as {'A', 'B'}
 
-    def check(self, node) -> str | None:
-        """A problem with this attr on `node`, or None."""
-        if self.name not in node.attrs:
-            return None if self.has_default else f"missing required attr '{self.name}' ({self.kind})"
-        value_proto = node.attrs[self.name]
+    def kind_problem(self, value_proto) -> str | None:
+        """Whether the stored value is of this attr's kind (a list where a list belongs, its
+        elements of the declared kind): what every reader of the value may assume."""
         found = attr_codec.kind_of(value_proto)
-        expected_list = self.kind.startswith("list(")
         if found == "placeholder":
             return f"attr '{self.name}' is a function placeholder outside a function"
-        if expected_list:
+        if self.kind.startswith("list("):
             if found != "list":
                 return f"attr '{self.name}' must be a {self.kind}, got {found}"
             element = attr_codec.list_kind(value_proto)
@@ -85,6 +82,17 @@ class AttrSpec:
                 return f"attr '{self.name}' must be a {self.kind}, got list({element})"
         elif found != self.kind:
             return f"attr '{self.name}' must be a {self.kind}, got {found or 'nothing'}"
+        return None
+
+    def check(self, node) -> str | None:
+        """A problem with this attr on `node`, or None."""
+        if self.name not in node.attrs:
+            return None if self.has_default else f"missing required attr '{self.name}' ({self.kind})"
+        value_proto = node.attrs[self.name]
+        problem = self.kind_problem(value_proto)
+        if problem:
+            return problem
+        expected_list = self.kind.startswith("list(")
         if self.kind == "tensor":
             # Check the header only: decoding every constant would cost a model's size in time.
             from ..tensor import check_header

@@ -4,8 +4,12 @@ Used by `optimize --verify` and by every pass test.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from .. import limits
+from ..errors import RuntimeFailure
 from ..ir import Graph
 from ..shape_inference import infer_shapes
 
@@ -44,6 +48,7 @@ def random_feeds(graph: Graph, seed: int = 0, integers: str = "indices") -> dict
         dtype = node.attr("dtype").base
         declared = shapes.shape(node.output(0))
         dims = [(_UNKNOWN_DIM if d is None else d) for d in declared.dims] if declared.known_rank else [_UNKNOWN_DIM]
+        _check_size(node, dims, dtype)
         if dtype.is_bool:
             value = rng.random(dims) < 0.5
         elif dtype.is_integer:
@@ -56,6 +61,22 @@ def random_feeds(graph: Graph, seed: int = 0, integers: str = "indices") -> dict
             value = np.full(dims, b"x", dtype=object)
         feeds[node.name] = value
     return feeds
+
+
+def _check_size(node, dims: list[int], dtype) -> None:
+    """A declared shape may claim any size; a random feed of it is built only within the tensor
+    bound (a placeholder of [2**40] would otherwise allocate terabytes before anything runs)."""
+    itemsize = dtype.numpy.itemsize if dtype.numpy is not None else 8
+    size = math.prod(dims) * itemsize
+    bound = limits.current().max_tensor_bytes
+    if math.prod(d for d in dims if d) * itemsize >= 2**62:
+        # Even empty, numpy cannot hold dims whose other product overflows its index type.
+        raise RuntimeFailure(f"cannot make a random feed for placeholder '{node.name}' of shape {dims}: "
+                             f"its dims are too large to represent")
+    if size > bound:
+        raise RuntimeFailure(f"cannot make a random feed for placeholder '{node.name}' of shape {dims}: "
+                             f"{limits.describe_bytes(size)} is above the tensor limit "
+                             f"{limits.describe_bytes(bound)} (--max-tensor-bytes)")
 
 
 def differences(original: Graph, optimized: Graph, fetches: list[str], feeds: dict[str, np.ndarray],

@@ -92,19 +92,20 @@ def optimize(graph: Graph, ctx: PassContext, passes: list[str] | None = None, ma
 def _run_one(graph: Graph, ctx: PassContext, name: str, instance, iteration: int) -> PassRun:
     nodes_before, edges_before = len(graph), count_edges(graph)
     start = time.perf_counter()
+    ran = False
     try:
         result = instance.run(graph, ctx)
-    except InvalidGraphError as exc:  # the input's fault (e.g. a function library that cannot be inlined)
-        raise InvalidGraphError(f"pass '{name}': {exc.one_line()}") from exc
-    except DftoolError as exc:
-        raise PassFailure(f"pass '{name}' failed: {exc.one_line()}") from exc
-    except Exception as exc:
-        raise PassFailure(f"pass '{name}' failed: {type(exc).__name__}: {' '.join(str(exc).split())}") from exc
-    try:
+        ran = True
         ctx.refresh(graph)
-        graph.verify()  # a pass that leaves an invalid graph has a bug: exit 1
+        graph.verify()
     except DftoolError as exc:
-        raise PassFailure(f"pass '{name}' failed: {exc.one_line()}") from exc
+        failure = PassFailure(f"pass '{name}' failed: {exc.one_line()}")
+        if not ran and isinstance(exc, InvalidGraphError):
+            # The pass met an invalid input (a malformed function body, seen only when lowering
+            # instantiates it): exit 3 as for any invalid input. An invalid graph *left* by a pass
+            # stays the pass's failure (1).
+            failure.exit_code = exc.exit_code
+        raise failure from exc
     except Exception as exc:
         raise PassFailure(f"pass '{name}' failed: {type(exc).__name__}: {' '.join(str(exc).split())}") from exc
     return PassRun(name, iteration, result.changed, time.perf_counter() - start, nodes_before, len(graph),

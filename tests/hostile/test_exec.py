@@ -426,3 +426,18 @@ def test_a_class_attr_that_is_not_a_list_inside_a_function_body_is_an_invalid_gr
     code, _, err = run_dftool("run", path, "--feeds", FIXTURES.parent / "functional" / "nested_calls" / "feeds.npz")
     line = error_line(err)
     assert code == 3 and "node 'Relu': its _class attr must be a list of strings" in line, line
+
+
+@pytest.mark.parametrize("fetch", ["var", "id"])
+def test_fetching_an_uninitialized_variable_is_a_runtime_failure_naming_the_fetch(tmp_path, fetch):
+    """TensorFlow's FailedPrecondition ("Attempting to use uninitialized value"), not an internal error."""
+    from ..helpers import F32, graph_def, node_def
+
+    from graphtool.shapes import Shape
+
+    proto = graph_def(node_def("var", "VariableV2", [], dtype=F32, shape=Shape([2])),
+                      node_def("id", "Identity", ["var"], T=F32))
+    path = write_graph(proto, tmp_path / "uninit.pb")
+    code, _, err = run_dftool("run", path, "--fetch", fetch)
+    line = error_line(err)
+    assert code == 1 and f"fetch '{fetch}:0'" in line and "uninitialized value var" in line and "--init" in line

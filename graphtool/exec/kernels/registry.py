@@ -121,3 +121,23 @@ class KernelContext:
 
     def fail(self, message: str):
         raise KernelError(message)
+
+    def check_slots(self, count: int, what: str) -> None:
+        """Refuse a container of `count` element slots (a TensorList, a TensorArray) that the
+        tensor bound does not allow: a scalar input of 2**31 would otherwise make a Python list
+        of 16 GiB before any element is stored."""
+        check_slots(count, what)
+
+
+# A slot of a TensorList or TensorArray costs at least a pointer, whatever it will hold.
+SLOT_BYTES = 8
+
+
+def check_slots(count: int, what: str) -> None:
+    from ... import limits
+
+    bound = limits.current().max_tensor_bytes
+    if count * SLOT_BYTES > bound:
+        raise KernelError(f"{what} of {count} elements needs {limits.describe_bytes(count * SLOT_BYTES)} for its "
+                          f"slots alone, more than the tensor bound of {limits.describe_bytes(bound)} "
+                          f"(raise it with --max-tensor-bytes)")

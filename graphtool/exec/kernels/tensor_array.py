@@ -24,7 +24,7 @@ import numpy as np
 from ... import dtypes
 from ...shapes import Shape, ShapeError
 from ..resources import unique_name
-from .registry import KernelError, kernel
+from .registry import KernelError, check_slots, kernel
 
 _TENSOR_ARRAYS = "_tensor_arrays"
 _STACKS = "_stacks"
@@ -175,6 +175,7 @@ class TensorArray:
     def _grow(self, size: int) -> None:
         missing = size - len(self._elements)
         if missing > 0:
+            check_slots(size, "a TensorArray")
             self._elements.extend(_Element() for _ in range(missing))
 
     # --- reads ------------------------------------------------------------------------------
@@ -269,6 +270,7 @@ def tensor_array_v3(ctx, size, *, dtype, element_shape, dynamic_size, clear_afte
     count = int(size)
     if count < 0:
         ctx.fail("Size should be >= 0.")
+    ctx.check_slots(count, "a TensorArray")
     name = unique_name(tensor_array_name or ctx.node_name)
     array = TensorArray(name, dtype.numpy, count, element_shape, dynamic_size=dynamic_size,
                         clear_after_read=clear_after_read, identical_element_shapes=identical_element_shapes)

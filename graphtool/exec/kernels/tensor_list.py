@@ -126,6 +126,7 @@ def tensor_list_reserve(ctx, element_shape, num_elements, *, element_dtype):
     count = _scalar_int(ctx, num_elements, "num_elements")
     if count < 0:
         ctx.fail(f"The num_elements to reserve must be a non negative number, but got {count}")
+    ctx.check_slots(count, "a TensorList")
     return variant_scalar(TensorList(element_dtype, shape, [None] * count))
 
 
@@ -155,6 +156,7 @@ def tensor_list_scatter(ctx, tensor, indices, element_shape, num_elements=None):
             ctx.fail("Indices in TensorListScatter must all be non-negative.")
         if count != -1 and i >= count:
             ctx.fail(f"TensorListScatter: Trying to scatter at index {i} in list with size {count}")
+    ctx.check_slots(max(max(positions, default=-1) + 1, count), "a TensorList")
     elements = [None] * max(max(positions, default=-1) + 1, count)
     for row, i in enumerate(positions):
         elements[i] = tensor[row, ...]
@@ -193,6 +195,7 @@ def tensor_list_set_item(ctx, handle, index, item, *, element_dtype, resize_if_i
     tensor_list = _typed_list(ctx, handle, element_dtype)
     position = _host_ints(index)[0]
     if resize_if_index_out_of_bounds and position >= tensor_list.length:
+        ctx.check_slots(position + 1, "a TensorList")
         tensor_list = tensor_list.resized(position + 1)
     if not 0 <= position < tensor_list.length:
         ctx.fail(f"Trying to modify element {position} in a list with {tensor_list.length} elements.")
@@ -267,6 +270,7 @@ def tensor_list_resize(ctx, handle, size):
     count = _host_ints(size)[0]
     if count < 0:
         ctx.fail(f"TensorListSlice expects size to be non-negative. Got: {count}")
+    ctx.check_slots(count, "a TensorList")
     return variant_scalar(tensor_list.resized(count))
 
 
@@ -285,6 +289,7 @@ def tensor_list_scatter_into_existing_list(ctx, handle, tensor, indices):
     if any(i < 0 for i in positions):   # TensorFlow does not check (and crashes); we refuse
         ctx.fail("Indices in TensorListScatterIntoExistingList must all be non-negative.")
     grown = max(max(positions, default=-1) + 1, tensor_list.length)
+    ctx.check_slots(grown, "a TensorList")
     elements = tensor_list.elements() + [None] * (grown - tensor_list.length)
     for row, i in enumerate(positions):
         elements[i] = tensor[row, ...]
