@@ -16,12 +16,11 @@ import numpy as np
 
 from .. import dtypes, limits
 from ..ops import registry
-from ..ops.inference import InferenceContext
+from ..ops.inference import MAX_VALUE_ELEMENTS, InferenceContext
 from ..shapes import Shape, ShapeError
 from .kernels.registry import KernelError
 
 _reads_values: dict[str, bool] = {}
-MAX_VALUE_ELEMENTS = 4096
 # Ops that read values for their output shape, but whose outputs never hold more elements than
 # their inputs already do (a reduction's axes, a Reshape's or Slice's target, a TopK's k): no input
 # value makes them allocate beyond what the step already holds, so they skip the check (it costs
