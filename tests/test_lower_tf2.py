@@ -126,7 +126,8 @@ def _iteration_overlaps(parallel_iterations):
 
 def test_lowered_while_overlaps_iterations_only_when_parallel_iterations_allow():
     assert _iteration_overlaps(1) == 0
-    assert max(_iteration_overlaps(10) for _ in range(3)) > 0
+    # Overlap is possible, not certain, on a busy 2-core machine: a few tries (stopping at the first).
+    assert any(_iteration_overlaps(10) > 0 for _ in range(10))
 
 
 @pytest.mark.parametrize("name, label", GRAD_RUNS)
