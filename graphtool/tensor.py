@@ -64,6 +64,14 @@ def header(proto: TensorProto, where: str = "tensor") -> tuple[DType, tuple[int,
         count *= d
     if count > _MAX_ELEMENTS:
         raise InvalidGraphError(f"{where}: tensor shape {list(shape)} has more than 2^63 elements")
+    nonzero = 1
+    for d in shape:
+        nonzero *= max(d, 1)
+    if nonzero > _MAX_ELEMENTS:
+        # Empty, but no array can have that shape: numpy (like any strided array) multiplies the
+        # dims into a 64-bit index even when one of them is 0.
+        raise InvalidGraphError(f"{where}: tensor shape {list(shape)} cannot be represented: its nonzero "
+                                f"dims multiply past 2^63")
     return dtype, shape, count
 
 

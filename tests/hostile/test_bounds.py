@@ -633,3 +633,16 @@ def test_small_hostile_graphs_stay_below_one_gib(tmp_path):
         assert "internal error" not in result["stderr"] and "Traceback" not in result["stderr"]
     assert not failures, "\n".join(failures)
     assert report["peak_rss"] < GIB, f"peak RSS {report['peak_rss'] >> 20} MiB"
+
+
+@pytest.mark.parametrize("command", [["inspect"], ["optimize", "OUT"], ["run"], ["prune", "OUT", "--fetch", "out"]])
+def test_an_empty_tensor_whose_dims_multiply_past_int64_is_an_invalid_graph(tmp_path, command):
+    """[2**62, 2, 0] holds no element, yet no strided array can have that shape (found by the
+    offline fuzzer: cse and the Const kernel failed in numpy's reshape)."""
+    path = write_graph(graph_def(filled("c", [1 << 62, 2, 0], values=()), node_def("out", "Identity", ["c"], T=F32)),
+                       tmp_path / "g.pb")
+    argv = [str(tmp_path / "o.pb") if a == "OUT" else a for a in command]
+    code, _, err = run_dftool(argv[0], path, *argv[1:])
+    # inspect summarises a graph with problems before its error line; the others print only that.
+    line = err.splitlines()[-1] if command == ["inspect"] else error_line(err)
+    assert code == 3 and line.startswith("error: ") and "node 'c'" in line and "cannot be represented" in line
