@@ -68,12 +68,21 @@ def read_bounded(handle: BinaryIO, source: str, limit: int | None = None) -> byt
         chunk = handle.read(min(max(size_hint + 1 - total, _CHUNK), limit + 1 - total))
         if not chunk:
             break
+        if not chunks and not size_hint and len(chunk) >= _ZERO_PREFIX and not chunk[:_ZERO_PREFIX].strip(b"\0"):
+            # No format dftool reads (protobuf: tag 0 is invalid; text; a zip; a record file
+            # with its length and checksum) starts with kilobytes of zero bytes: a stream that
+            # does is /dev/zero or a device, and reading it up to the bound would take gigabytes.
+            raise InvalidGraphError(f"{source}: the stream starts with {_ZERO_PREFIX} zero bytes, not with data "
+                                    f"dftool reads (/dev/zero or a device?)")
         chunks.append(chunk)
         total += len(chunk)
         if total > limit:
             chunks.clear()
             raise _too_big(source, limit)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+_ZERO_PREFIX = 4096
 
 
 _CHUNK = 1 << 20

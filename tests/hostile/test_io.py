@@ -154,17 +154,38 @@ def _at_most_3_gib():
     resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
 
 
-def test_dev_zero_as_graph_stops_at_the_bound():
-    proc = _dftool("inspect", "/dev/zero", "--max-input-bytes", "64M", stdin=subprocess.DEVNULL,
+def test_an_endless_device_as_graph_stops_at_the_bound():
+    proc = _dftool("inspect", "/dev/urandom", "--max-input-bytes", "64M", stdin=subprocess.DEVNULL,
                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_at_most_3_gib)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 3
     line = error_line(stderr.decode())
-    assert "/dev/zero" in line and "64.0 MiB" in line
+    assert "/dev/urandom" in line and "64.0 MiB" in line
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_a_stream_of_zero_bytes_is_refused_at_once(source):
+    """/dev/zero cannot be the start of anything dftool reads: refused after its first 4 KiB, not
+    after the default 2 GiB bound has been buffered."""
+    zeros = subprocess.Popen(["cat", "/dev/zero"], stdout=subprocess.PIPE) if source == "stdin" else None
+    start = time.monotonic()
+    proc = _dftool("inspect", "/dev/zero" if source == "file" else "-",
+                   stdin=zeros.stdout if zeros else subprocess.DEVNULL, stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, preexec_fn=_at_most_3_gib)
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if zeros:
+            zeros.stdout.close()
+            zeros.kill()
+            zeros.wait()
+    assert proc.returncode == 3 and time.monotonic() - start < 20
+    line = error_line(stderr.decode())
+    assert ("/dev/zero" if source == "file" else "<stdin>") in line and "zero bytes" in line
 
 
 def test_an_endless_stdin_stops_at_the_bound():
-    zeros = subprocess.Popen(["cat", "/dev/zero"], stdout=subprocess.PIPE)
+    zeros = subprocess.Popen(["yes", "node {"], stdout=subprocess.PIPE)
     proc = _dftool("inspect", "-", "--max-input-bytes", "64M", stdin=zeros.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                    preexec_fn=_at_most_3_gib)
     zeros.stdout.close()
@@ -437,7 +458,7 @@ def test_saved_model_variables_index_read_is_bounded(tmp_path):
     shutil.copytree(REPO_ROOT / "tests" / "fixtures" / "saved_models" / "tf1_resource" / "model", model)
     index = model / "variables" / "variables.index"
     index.unlink()
-    index.symlink_to("/dev/zero")
+    index.symlink_to("/dev/urandom")
     proc = _dftool("inspect", model, "--max-input-bytes", "64M", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                    stderr=subprocess.PIPE, preexec_fn=_at_most_3_gib)
     _, stderr = proc.communicate(timeout=60)

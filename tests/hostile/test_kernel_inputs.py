@@ -46,13 +46,14 @@ def test_the_image_bound_follows_the_configured_tensor_bound(monkeypatch):
         Session(b.graph, threads=1).run(["decode:0"])
 
 
-def test_a_vocabulary_file_that_never_ends_is_refused(monkeypatch):
+@pytest.mark.parametrize("path, message", [("/dev/urandom", "input bound"), ("/dev/zero", "zero bytes")])
+def test_a_vocabulary_file_that_never_ends_is_refused(monkeypatch, path, message):
     monkeypatch.setattr(limits.current(), "max_input_bytes", 1 << 20)
     g = Graph()
     table = g.add_node("HashTableV2", "table", attrs={"key_dtype": dtypes.string, "value_dtype": dtypes.int64})
-    filename = g.add_node("Const", "filename", attrs={"value": np.array(b"/dev/zero", object), "dtype": dtypes.string})
+    filename = g.add_node("Const", "filename", attrs={"value": np.array(path.encode(), object), "dtype": dtypes.string})
     g.add_node("InitializeTableFromTextFileV2", "init", inputs=[table.output(), filename.output()],
                attrs={"key_index": -2, "value_index": -1})
     with pytest.raises(RuntimeFailure) as info:
         Session(g).run([], targets=["init"])
-    assert "init" in str(info.value) and "/dev/zero" in str(info.value) and "input bound" in str(info.value)
+    assert "init" in str(info.value) and path in str(info.value) and message in str(info.value)
