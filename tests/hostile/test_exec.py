@@ -163,11 +163,14 @@ def test_timeout_is_checked_between_heavy_kernels(threads):
     for _ in range(5):
         single.run(["mm0"], {"x": x})
     per_kernel = (time.perf_counter() - start) / 5
+    session.run([f"mm{count - 1}"], {"x": x})   # compile the plan first: only the step is timed
     start = time.perf_counter()
     with pytest.raises(RuntimeFailure, match=r"timed out after 0.05 s .*'mm\d+' \(MatMul\)"):
         session.run([f"mm{count - 1}"], {"x": x}, timeout=0.05)
     elapsed = time.perf_counter() - start
-    assert elapsed < 0.05 + 10 * per_kernel + 0.25, (elapsed, per_kernel)
+    # Before the fix this took 3.7 s (the deadline was looked at every 256 nodes); the slack is
+    # for a loaded 2-core machine.
+    assert elapsed < 0.05 + 10 * per_kernel + 0.5, (elapsed, per_kernel)
 
 
 # --- defect 8 (executor, colocation and grad): the input is at fault, never "internal error" -----
