@@ -1,0 +1,1 @@
+"""Per-op lowerings to JAX, one module per family (see registry.py)."""

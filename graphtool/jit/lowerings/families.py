@@ -1,0 +1,2 @@
+"""Imports every family module of lowerings (each registers itself on import)."""
+from . import math  # noqa: F401

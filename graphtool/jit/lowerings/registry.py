@@ -1,0 +1,111 @@
+"""Lowering registry: how each op becomes JAX (and so XLA) operations inside a compiled cluster.
+
+One lowering per op, grouped by family like the kernels, registered with a decorator:
+
+    @lowers("Relu")
+    def relu(ctx, x):
+        return ctx.jnp.maximum(x, ctx.zero(x))
+
+A lowering receives a LowerContext and its inputs positionally; it returns one array for a
+single-output op or a tuple with one array per output. Inputs are traced JAX arrays, except the
+ones named in `static_inputs` (shapes, axes, permutations, paddings...): those arrive as concrete
+numpy arrays, because XLA needs them when it compiles. The clustering pass only puts a node in a
+cluster when its static inputs can be known at compile time.
+
+A lowering may decline a particular node (a dtype XLA lacks, an attr it does not handle) with
+`supports=`: a function of the node returning None, or the reason the node stays in the
+interpreter (`dftool run -v --jit` and `profile` report it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+_LOWERINGS: dict[str, "LoweringDef"] = {}
+
+
+@dataclass(frozen=True)
+class LoweringDef:
+    op: str
+    fn: Callable
+    # Input positions that must be concrete (numpy) when the cluster is compiled.
+    static_inputs: tuple[int, ...] = ()
+    # node -> None when this lowering handles the node, else the reason it does not.
+    supports: Callable | None = None
+    # Chosen by measurement (see the family module): False keeps the op in the interpreter
+    # because its interpreter kernel is faster than what XLA makes of it.
+    profitable: Callable | None = None
+
+
+@dataclass
+class LowerContext:
+    """What a lowering may ask about the node it lowers."""
+
+    node: object                  # the ir.Node
+    output_dtypes: list = field(default_factory=list)   # numpy dtypes, one per output
+    jnp: object = None            # jax.numpy
+    lax: object = None            # jax.lax
+
+    def attr(self, name: str, default=None):
+        return self.node.attr(name, default)
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    def out_dtype(self, index: int = 0):
+        return self.output_dtypes[index]
+
+
+def lowers(*ops: str, static_inputs: tuple[int, ...] = (), supports: Callable | None = None,
+           profitable: Callable | None = None):
+    """Register the decorated function as the lowering of each op in `ops`."""
+    def register(fn):
+        for op in ops:
+            if op in _LOWERINGS:
+                raise ValueError(f"lowering for {op} registered twice")
+            _LOWERINGS[op] = LoweringDef(op, fn, tuple(static_inputs), supports, profitable)
+        return fn
+    return register
+
+
+def lookup(op: str) -> LoweringDef | None:
+    _ensure_loaded()
+    return _LOWERINGS.get(op)
+
+
+def all_lowerings() -> dict[str, LoweringDef]:
+    _ensure_loaded()
+    return dict(_LOWERINGS)
+
+
+def why_not(node) -> str | None:
+    """None when the node can be lowered, else the reason it stays in the interpreter."""
+    lowering = lookup(node.op)
+    if lowering is None:
+        return f"no lowering for {node.op}"
+    if lowering.supports is not None:
+        reason = lowering.supports(node)
+        if reason:
+            return reason
+    if lowering.profitable is not None and not lowering.profitable(node):
+        return f"{node.op}: the interpreter's kernel is faster here"
+    return None
+
+
+_LOADED = False
+
+
+def _ensure_loaded() -> None:
+    """Import the family modules (each registers its lowerings) on first use."""
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        from . import families  # noqa: F401
+
+
+def as_numpy(value) -> np.ndarray:
+    """A static input as a numpy array."""
+    return np.asarray(value)
