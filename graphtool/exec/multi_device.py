@@ -290,16 +290,21 @@ class _PartJob:
 
 def compile_multi_device(session, pruned: Graph, fed_nodes: set[Node], fetch_refs: list[TensorRef],
                          target_nodes: list[Node]):
-    """Session._compile's multi-device form: (executor, fetch items, fed items) for a pruned copy
+    """Session._compile's multi-device form: (executor, (item, port) per fetch, fed items) for a pruned copy
     of the session's graph (placed and partitioned here, in place, when it is not yet)."""
     gpu_double = isinstance(session.device, FakeGPUDevice)
     # A graph holding _Send/_Recv is partitioned already (a pruned piece of it may hold none).
     notes = [] if has_transfers(session.graph) else place_and_partition(pruned, session.device, gpu_double)
     fed_names = {node.name for node in fed_nodes}
     target_names = {node.name for node in target_nodes}
-    parts, item_of = [], {}
+    parts, item_of, moved = [], {}, {}
     for name, graph in split_per_device(pruned, session.device.name):
         device = local_device(name, gpu_double)
+        if getattr(session, "jit", False):   # clusters are per device: one JIT pass per partition
+            local_fetches = [r for r in fetch_refs if r.node.name in graph]
+            moved.update(session.jit_compile(graph, name, local_fetches,
+                                             [n for n in fed_nodes if n.name in graph],
+                                             [n for n in target_nodes if n.name in graph]))
         plan = compile_plan(graph, device, {n for n in fed_names if n in graph})
         targets = [plan.item_of[n] for n in target_names if n in plan.item_of]
         parts.append(DevicePart(name, device, Executor(plan, session.threads, check_numerics=session.check_numerics,
@@ -307,6 +312,9 @@ def compile_multi_device(session, pruned: Graph, fed_nodes: set[Node], fetch_ref
         item_of.update(plan.item_of)
     executor = MultiDeviceExecutor(parts, session.device)
     executor.notes = notes
-    fetch_items = [item_of[ref.node.name] for ref in fetch_refs]
+    fetch_pairs = []
+    for ref in fetch_refs:
+        target = moved.get((ref.node.name, ref.index), ref)   # a fetch a cluster now computes
+        fetch_pairs.append((item_of[target.node.name], target.index))
     fed_items = {item_of[node.name]: [TensorRef(node, i) for i in range(node.num_outputs)] for node in fed_nodes}
-    return executor, fetch_items, fed_items
+    return executor, fetch_pairs, fed_items

@@ -42,10 +42,18 @@ class RunResult:
 
 class Session:
     def __init__(self, graph: Graph, device: Device | str = "cpu", threads: int | None = None,
-                 check_numerics: bool = False, source: str | None = None):
+                 check_numerics: bool = False, source: str | None = None, jit: bool | None = None):
+        # With jit (None: $DFTOOL_JIT), clusters of supported ops run as XLA programs through JAX
+        # (graphtool/jit); UsageError naming the `jit` extra when JAX is missing.
+        self.jit = _jit_enabled(jit)
+        self.jit_report = None   # the latest compiled signature's (graphtool.jit.engine.JitReport)
         # TF2 function graphs run as v1 control flow: lower a copy (the caller's graph stays as it was).
+        # With jit, functional ops stay functional so that clusters can compile them whole; what
+        # stays in the interpreter is lowered per compiled signature.
         self.lowering = None
-        if needs_lowering(graph):
+        if self.jit and needs_lowering(graph):
+            graph = graph.copy()
+        elif needs_lowering(graph):
             graph = graph.copy()
             self.lowering = lower_functional_ops(graph)
         self.graph = graph
@@ -115,12 +123,12 @@ class Session:
                 compiled = self._executors.get(key)
                 if compiled is None:
                     compiled = self._executors[key] = self._compile(fetch_refs, target_nodes, checked)
-        executor, fetch_items, fed_items = compiled
+        executor, fetch_pairs, fed_items = compiled
         device = self.device
         feed_outputs = {}
         for item, refs in fed_items.items():
             feed_outputs[item] = tuple(device.to_device(checked[r]) if r in checked else None for r in refs)
-        step_fetches = [(fetch_items[i], ref.index) for i, ref in enumerate(fetch_refs)]
+        step_fetches = list(fetch_pairs)
         stats = StepStats() if trace else None
         values, step = executor.run_step(feed_outputs, step_fetches, timeout=timeout,
                                          resources=StepResources(self.resources), allow_dead=allow_dead, stats=stats)
@@ -161,15 +169,36 @@ class Session:
 
         pruned = pruned_copy(self.graph, needed, fed_nodes)
         if self.multi_device:
+            if self.jit and needs_lowering(pruned):   # placement and partitioning see v1 control flow
+                lower_functional_ops(pruned)
             return compile_multi_device(self, pruned, fed_nodes, fetch_refs, target_nodes)
+        moved = {}
+        if self.jit:
+            moved = self.jit_compile(pruned, self.device.name, fetch_refs, fed_nodes, target_nodes)
         plan = compile_plan(pruned, self.device, {n.name for n in fed_nodes})
         executor = Executor(plan, self.threads, check_numerics=self.check_numerics,
                             targets=[plan.item_of[n.name] for n in target_nodes])
-        fetch_items = [plan.item_of[ref.node.name] for ref in fetch_refs]
+        fetch_pairs = [_fetch_pair(plan.item_of, moved, ref) for ref in fetch_refs]
         fed_items = {}
         for node in fed_nodes:
             fed_items[plan.item_of[node.name]] = [TensorRef(node, i) for i in range(node.num_outputs)]
-        return executor, fetch_items, fed_items
+        return executor, fetch_pairs, fed_items
+
+    def jit_compile(self, graph: Graph, device_name: str, fetch_refs, fed_nodes, target_nodes,
+                    lower_rest: bool = True) -> dict:
+        """Cluster and compile `graph` (a pruned copy, changed in place) for the JIT; returns where
+        fetched tensors moved (see graphtool.jit.engine). The report accumulates per signature."""
+        from ..jit.engine import JitReport, compile_graph
+
+        report, moved = compile_graph(graph, device_name, {(r.node.name, r.index) for r in fetch_refs},
+                                      {n.name for n in fed_nodes}, {n.name for n in target_nodes},
+                                      lower_rest=lower_rest)
+        if self.jit_report is None:
+            self.jit_report = JitReport()
+        self.jit_report.merge(report)
+        if report.lowered is not None and report.lowered.changed and self.lowering is None:
+            self.lowering = report.lowered
+        return moved
 
     # --- feeds ----------------------------------------------------------------------------------
     def _describe(self, ref: TensorRef) -> str:
@@ -189,6 +218,28 @@ class Session:
             raise UsageError(f"feed '{name}': shape {list(array.shape)} does not fit {shape} "
                              f"expected by '{ref.node.name}'")
         return array
+
+
+def _jit_enabled(jit: bool | None) -> bool:
+    """jit=None follows $DFTOOL_JIT; on, JAX must be importable (UsageError naming the extra)."""
+    if jit is None:
+        from ..jit.engine import enabled_by_env
+
+        jit = enabled_by_env()
+    if jit:
+        from ..jit import runtime
+
+        if not runtime.available():
+            raise UsageError("--jit needs JAX, which is not installed", hint=runtime.INSTALL_HINT)
+    return bool(jit)
+
+
+def _fetch_pair(item_of: dict, moved: dict, ref: TensorRef) -> tuple:
+    """(plan item, port) computing fetched tensor `ref` (a cluster's output when it moved there)."""
+    target = moved.get((ref.node.name, ref.index))
+    if target is not None:
+        return item_of[target.node.name], target.index
+    return item_of[ref.node.name], ref.index
 
 
 def _cast_feed(array: np.ndarray, want, name: str) -> np.ndarray:

@@ -1,0 +1,141 @@
+"""`_JitCluster`: the node a compiled cluster becomes, its op registration, and its kernel.
+
+    _JitCluster(args: Tin) -> (results: Tout), attrs: cluster (the program's key),
+                                                      output_shapes (what shape inference knew)
+
+The kernel looks its ClusterProgram up by key. A program traces the cluster's body graph
+(trace.py) inside `jax.jit`; jax.jit caches one executable per input dtypes and shapes, and the
+inputs XLA needs as constants (static inputs from outside the cluster) are bound per value, so
+their values are part of the cache key too. The first call per signature is timed as its compile
+(trace + XLA compile, or a load from the persistent cache).
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from functools import partial
+
+import numpy as np
+
+from ..exec.kernels.registry import kernel
+from ..ir import Graph, TensorRef
+from ..ops import registry as op_registry
+from ..shapes import Shape
+from . import runtime, trace
+
+OP = "_JitCluster"
+
+_PROGRAMS: dict[str, "ClusterProgram"] = {}
+_counter = itertools.count()
+_programs_lock = threading.Lock()
+
+
+def _cluster_shapes(ctx):
+    declared = ctx.attr("output_shapes", [])
+    if declared and len(declared) == ctx.num_outputs:
+        return [Shape.of(s) for s in declared]
+    return [Shape.unknown()] * ctx.num_outputs
+
+
+def _register_op() -> None:
+    if op_registry.lookup(OP) is None:
+        op_registry.register(OP, inputs=["args: Tin"], outputs=["results: Tout"],
+                             attrs=["Tin: list(type) >= 0", "Tout: list(type) >= 0", "cluster: string",
+                                    "output_shapes: list(shape) = []"],
+                             shape=_cluster_shapes, family="jit",
+                             doc="A cluster of nodes compiled by XLA through JAX (graphtool/jit).")
+
+
+_register_op()
+
+
+class _StaticValue:
+    """A concrete input as a hashable key (dtype, shape and bytes)."""
+
+    __slots__ = ("array", "_key")
+
+    def __init__(self, array):
+        self.array = np.asarray(array)
+        self._key = (self.array.dtype.str, self.array.shape, self.array.tobytes())
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __eq__(self, other):
+        return isinstance(other, _StaticValue) and self._key == other._key
+
+
+class ClusterProgram:
+    """One cluster's body graph and its compiled forms."""
+
+    def __init__(self, body: Graph, inputs: list[TensorRef], outputs: list[TensorRef],
+                 static_positions: tuple[int, ...], ops: list[str]):
+        self.body = body
+        self.inputs = inputs                  # body placeholders, one per cluster input
+        self.outputs = outputs                # body tensors, one per cluster output
+        self.static_positions = static_positions
+        self.ops = ops                        # the ops of the nodes it holds (for reports)
+        self.key = f"cluster_{next(_counter)}"
+        self._jitted: dict[tuple, object] = {}
+        self._signatures: set[tuple] = set()
+        self._lock = threading.Lock()
+        self.compile_seconds = 0.0
+        self.compiles = 0
+        self.calls = 0
+        with _programs_lock:
+            _PROGRAMS[self.key] = self
+
+    def _trace(self, statics: tuple, *dynamic):
+        env, dyn = {}, iter(dynamic)
+        static_values = dict(zip(self.static_positions, statics))
+        for position, ref in enumerate(self.inputs):
+            env[ref] = static_values[position].array if position in static_values else next(dyn)
+        return tuple(trace.evaluate(self.body, env, self.outputs))
+
+    def _function(self, statics: tuple):
+        fn = self._jitted.get(statics)
+        if fn is None:
+            jax = runtime.load()
+            with self._lock:
+                fn = self._jitted.get(statics)
+                if fn is None:
+                    fn = self._jitted[statics] = jax.jit(partial(self._trace, statics))
+        return fn
+
+    def __call__(self, device, inputs) -> tuple:
+        jax_device = runtime.jax_device(device)
+        statics = tuple(_StaticValue(device.to_host(inputs[i]) if hasattr(device, "to_host") else inputs[i])
+                        for i in self.static_positions)
+        static_set = set(self.static_positions)
+        dynamic = [runtime.to_jax(v, jax_device) for i, v in enumerate(inputs) if i not in static_set]
+        fn = self._function(statics)
+        signature = (statics, tuple((a.shape, a.dtype) for a in dynamic))
+        self.calls += 1
+        if signature in self._signatures:
+            results = fn(*dynamic)
+        else:
+            start = time.perf_counter()
+            results = fn(*dynamic)
+            for r in results:
+                r.block_until_ready()
+            with self._lock:
+                if signature not in self._signatures:
+                    self._signatures.add(signature)
+                    self.compiles += 1
+                    self.compile_seconds += time.perf_counter() - start
+        return tuple(runtime.from_jax(r, device) for r in results)
+
+
+def program(key: str) -> ClusterProgram:
+    return _PROGRAMS[key]
+
+
+def release(key: str) -> None:
+    with _programs_lock:
+        _PROGRAMS.pop(key, None)
+
+
+@kernel(OP, expensive=True)
+def run_cluster(ctx, *inputs, cluster):
+    return program(cluster)(ctx.device, inputs)

@@ -1,0 +1,165 @@
+"""Auto-clustering (TensorFlow's mark-for-compilation pass): group maximal connected sets of
+candidate nodes (candidates.py) into clusters that each compile to one XLA program.
+
+    clustering = find_clusters(graph, default_device="/job:localhost/...", fed={...}, targets={...})
+    clustering.clusters      # lists of nodes, each in topological order
+    clustering.reasons       # node -> why it stays in the interpreter (every node left out)
+
+Nodes are merged along their edges in topological order, in an acyclic graph that refuses a merge
+when another path joins the two sides (graph_cycles.py): contracting a cluster never makes a path
+cluster -> outside -> cluster. Two nodes share a cluster only when they run on the same device, in
+the same control-flow frame and are dead together (a cluster node runs whole). A node whose
+static input (a shape, an axis: the lowering's `static_inputs`) is computed from traced values
+must not join its producer's cluster; from outside a cluster that input becomes a compile-time
+argument (its value is part of the compile cache key). Clusters of only free ops (Identity,
+Reshape, constants) or of a single op are not worth a compile and stay in the interpreter.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import dtypes
+from ..ir import Graph, Node
+from ..ir.graph import NEXT_ITERATION_OPS
+from . import candidates as cand
+from .graph_cycles import GraphCycles
+from .lowerings import registry
+
+# A cluster must hold this many ops that do work (not FREE_OPS), or a control-flow op.
+MIN_CLUSTER_OPS = 2
+
+
+@dataclass
+class Clustering:
+    clusters: list[list[Node]] = field(default_factory=list)
+    reasons: dict[Node, str] = field(default_factory=dict)
+    static: set[Node] = field(default_factory=set)   # nodes whose values are known when compiling
+
+
+def find_clusters(graph: Graph, default_device: str = "", fed: set[str] = frozenset(),
+                  targets: set[str] = frozenset(), min_ops: int = MIN_CLUSTER_OPS) -> Clustering:
+    order = graph.topological_order()
+    index = {node: i for i, node in enumerate(order)}
+    result = Clustering(static=cand.static_nodes(graph))
+    reasons = result.reasons
+    for node in order:
+        reason = cand.exclusion_reason(node, fed, targets)
+        if reason is not None:
+            reasons[node] = reason
+    _exclude_variant_edges_to_interpreter(order, reasons)
+
+    frame_of = graph.frames().frame_of
+    dead = cand.deadness_signatures(graph)
+
+    def key(node):
+        return (node.device or default_device, frame_of[node].name, dead[node])
+
+    cycles = GraphCycles(len(order))
+    for node in order:
+        if node.op in NEXT_ITERATION_OPS:
+            continue   # loop back edges: a cluster runs within one iteration
+        for consumer in node.consumers():
+            cycles.insert_edge(index[node], index[consumer])
+
+    root = list(range(len(order)))   # union-find over node indexes; a root is a GraphCycles node
+    members: dict[int, set[Node]] = {}
+    # Per cluster: producers that must not join it (traced values a member needs statically).
+    forbidden: dict[int, set[Node]] = {}
+    for node in order:
+        if node not in reasons:
+            i = index[node]
+            members[i] = {node}
+            forbidden[i] = _traced_static_producers(node, result.static)
+
+    def find(i: int) -> int:
+        while root[i] != i:
+            root[i] = root[root[i]]
+            i = root[i]
+        return i
+
+    for node in order:
+        if node in reasons:
+            continue
+        for producer in _producers(node):
+            if producer in reasons or producer.op in NEXT_ITERATION_OPS or key(producer) != key(node):
+                continue
+            a, b = find(index[producer]), find(index[node])
+            if a == b or members[a] & forbidden[b] or members[b] & forbidden[a]:
+                continue
+            if cycles.contract_edge(a, b):
+                root[b] = a
+                members[a] |= members.pop(b)
+                forbidden[a] |= forbidden.pop(b)
+
+    for group in members.values():
+        ordered = sorted(group, key=index.__getitem__)
+        problem = _not_worth_it(ordered, min_ops) or _variant_boundary(group)
+        if problem is None:
+            result.clusters.append(ordered)
+        else:
+            for node in ordered:
+                reasons[node] = problem
+    result.clusters.sort(key=lambda c: index[c[0]])
+    return result
+
+
+def _producers(node: Node) -> list[Node]:
+    seen: dict[Node, None] = {}
+    for producer in node.input_nodes():
+        seen[producer] = None
+    return list(seen)
+
+
+def _traced_static_producers(node: Node, static: set[Node]) -> set[Node]:
+    lowering = registry.lookup(node.op)
+    if lowering is None:
+        return set()
+    return {node.inputs[slot].node for slot in lowering.static_inputs
+            if slot < len(node.inputs) and node.inputs[slot].node not in static}
+
+
+def _output_dtype(ref) -> object:
+    spec = ref.node.spec
+    try:
+        return spec.output_dtypes(ref.node)[ref.index].base if spec is not None else None
+    except Exception:
+        return None
+
+
+def _exclude_variant_edges_to_interpreter(order: list[Node], reasons: dict) -> None:
+    """A TensorList (variant) is an array only inside a compiled program: a candidate that would
+    pass one to or from the interpreter stays out too (repeated until nothing changes)."""
+    changed = True
+    while changed:
+        changed = False
+        for node in order:
+            if node in reasons:
+                continue
+            crossing = any(_output_dtype(ref) is dtypes.variant and ref.node in reasons for ref in node.inputs) or \
+                any(consumer in reasons and _output_dtype(consumer.inputs[slot]) is dtypes.variant
+                    for consumer, slot in node.uses())
+            if crossing:
+                reasons[node] = "a TensorList passed to or from the interpreter"
+                changed = True
+
+
+def _not_worth_it(nodes: list[Node], min_ops: int) -> str | None:
+    if any(n.op in cand.CONTROL_FLOW_OPS for n in nodes):
+        return None
+    working = [n for n in nodes if n.op not in cand.FREE_OPS]
+    if len(working) >= min_ops:
+        return None
+    if not working:
+        return "its cluster would hold only free ops (constants, identities, reshapes)"
+    return f"its cluster would hold a single op ({working[0].op}): not worth a compile"
+
+
+def _variant_boundary(group: set[Node]) -> str | None:
+    for node in group:
+        for ref in node.inputs:
+            if ref.node not in group and _output_dtype(ref) is dtypes.variant:
+                return "its cluster would receive a TensorList from the interpreter"
+        for consumer, slot in node.uses():
+            if consumer not in group and _output_dtype(consumer.inputs[slot]) is dtypes.variant:
+                return "its cluster would pass a TensorList to the interpreter"
+    return None

@@ -1,0 +1,110 @@
+"""The JIT pass a Session runs on each pruned graph before planning it (Session(jit=True)).
+
+    report, moved = compile_graph(graph, device_name, fetches={("y", 0)}, fed={"x"}, targets=set())
+
+1. v1 control flow is functionalized where possible (functionalize.py: while frames and conds
+   become While/If nodes, TensorArrays in loops TensorLists), so a loop can compile to one call;
+2. clusters are found (clustering.py) and each replaced by a `_JitCluster` node (rewrite.py);
+3. functional ops left outside clusters are lowered to v1 control flow for the interpreter.
+
+`--jit` never refuses a graph: what cannot compile stays in the interpreter, with its reason in
+the report. `moved` maps a fetched (node, port) now inside a cluster to the cluster's output.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..ir import Graph, TensorRef
+from . import runtime
+from .clustering import find_clusters
+from .rewrite import RewrittenCluster, rewrite_clusters
+
+ENV_VAR = "DFTOOL_JIT"
+
+
+def enabled_by_env() -> bool:
+    import os
+
+    return os.environ.get(ENV_VAR, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass
+class JitReport:
+    clusters: list[RewrittenCluster] = field(default_factory=list)
+    left_out: dict[str, str] = field(default_factory=dict)     # node name -> reason
+    functionalized: object = None                              # functionalize's report, if it ran
+    lowered: object = None                                     # LoweringReport of what stayed out
+
+    @property
+    def compiled_nodes(self) -> int:
+        return sum(c.size for c in self.clusters)
+
+    @property
+    def compile_seconds(self) -> float:
+        return sum(c.program.compile_seconds for c in self.clusters)
+
+    def top_reasons(self, count: int = 5) -> list[tuple[str, int]]:
+        return Counter(self.left_out.values()).most_common(count)
+
+    def summary(self) -> str:
+        total = self.compiled_nodes + len(self.left_out)
+        return (f"jit: {len(self.clusters)} cluster(s) compile {self.compiled_nodes} of {total} nodes; "
+                f"compile {self.compile_seconds * 1000:.0f} ms")
+
+    def lines(self, verbose: int = 1) -> list[str]:
+        """Human-readable lines: one per cluster, then the top reasons nodes stayed out."""
+        lines = [self.summary()]
+        for c in self.clusters:
+            ops = Counter(c.program.ops).most_common(4)
+            shown = ", ".join(f"{n} {op}" for op, n in ops)
+            more = ", ..." if len(set(c.program.ops)) > 4 else ""
+            lines.append(f"  {c.node.name}: {c.size} nodes ({shown}{more}); compiled {c.program.compiles}x "
+                         f"in {c.program.compile_seconds * 1000:.0f} ms; {c.program.calls} call(s)")
+        reasons = self.top_reasons(5 if verbose < 2 else 50)
+        if reasons:
+            lines.append("  stayed in the interpreter:")
+            lines.extend(f"    {n} node(s): {reason}" for reason, n in reasons)
+        return lines
+
+    def to_json(self) -> dict:
+        return {
+            "clusters": [{"name": c.node.name, "nodes": c.size, "ops": dict(Counter(c.program.ops)),
+                          "compile_seconds": c.program.compile_seconds, "compiles": c.program.compiles,
+                          "calls": c.program.calls} for c in self.clusters],
+            "left_out": [{"reason": r, "nodes": n} for r, n in self.top_reasons(50)],
+            "cache_dir": runtime.cache_dir(),
+            "persistent_cache": dict(runtime.cache_events),
+        }
+
+    def merge(self, other: "JitReport") -> None:
+        self.clusters.extend(other.clusters)
+        self.left_out.update(other.left_out)
+
+
+def _functionalize(graph: Graph):
+    try:
+        from .functionalize import functionalize
+    except ImportError:   # not there yet: v1 control flow stays in the interpreter
+        return None
+    return functionalize(graph)
+
+
+def compile_graph(graph: Graph, default_device: str, fetches: set[tuple[str, int]], fed: set[str],
+                  targets: set[str], lower_rest: bool = True) -> tuple[JitReport, dict[tuple[str, int], TensorRef]]:
+    runtime.load()
+    report = JitReport()
+    from ..ir.graph import NEXT_ITERATION_OPS
+
+    if any(n.op in NEXT_ITERATION_OPS or n.op in ("Switch", "RefSwitch") for n in graph.nodes):
+        report.functionalized = _functionalize(graph)
+    clustering = find_clusters(graph, default_device, fed, targets)
+    keep = {TensorRef(graph.get(name), port) for name, port in fetches if graph.get(name) is not None}
+    report.left_out = {node.name: reason for node, reason in clustering.reasons.items()}
+    report.clusters, moved = rewrite_clusters(graph, clustering.clusters, clustering.static, keep)
+    if lower_rest:
+        from ..functions.lowering import lower_functional_ops, needs_lowering
+
+        if needs_lowering(graph):
+            report.lowered = lower_functional_ops(graph)
+    return report, moved

@@ -1,0 +1,130 @@
+"""Replace each cluster by one `_JitCluster` node (cluster_op.py), through the IR's mutators.
+
+    before:  x -> Mul -> Tanh -> Add -> y         after:  x -> _JitCluster -> y
+                 c ---^                                    (body: Mul, Tanh, Add, c)
+
+The cluster's inputs are the tensors its members read from outside; its outputs are the member
+tensors read outside, or fetched (`keep`). Control inputs from outside move to the cluster node,
+and `^member` users wait for it. A small constant that nodes outside still read is copied into
+the body rather than becoming an output. Fetched tensors are renamed: the returned map sends
+(member name, port) to the cluster output that now carries it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import Graph, Node, TensorRef
+from ..shape_inference import infer_shapes
+from ..shapes import Shape
+from . import candidates as cand
+from .cluster_op import OP, ClusterProgram
+from .lowerings import registry
+
+
+@dataclass
+class RewrittenCluster:
+    node: Node                 # the _JitCluster node
+    program: ClusterProgram
+    size: int                  # nodes it replaced
+
+
+def rewrite_clusters(graph: Graph, clusters: list[list[Node]], static: set[Node], keep: set[TensorRef],
+                     shapes=None) -> tuple[list[RewrittenCluster], dict[tuple[str, int], TensorRef]]:
+    shapes = shapes or infer_shapes(graph)
+    moved: dict[tuple[str, int], TensorRef] = {}
+    done = []
+    for number, members in enumerate(clusters):
+        done.append(_rewrite_one(graph, members, static, keep, shapes, moved, number))
+    return done, moved
+
+
+def _rewrite_one(graph, members, static, keep, shapes, moved, number) -> RewrittenCluster:
+    group = set(members)
+    # Constants still read outside stay there (a copy goes into the body).
+    shared_consts = {n for n in members if n.op == "Const" and any(c not in group for c in n.consumers())}
+    inputs: list[TensorRef] = []
+    for node in members:
+        for ref in node.inputs:
+            if ref.node not in group and ref not in inputs:
+                inputs.append(ref)
+    outputs: list[TensorRef] = []
+    for node in members:
+        if node in shared_consts:
+            continue
+        for ref in node.outputs:
+            used_outside = any(c not in group for c, _ in node.uses(ref.index))
+            if used_outside or ref in keep:
+                outputs.append(ref)
+
+    body = Graph()
+    body.library.CopyFrom(graph.library)
+    body.versions.CopyFrom(graph.versions)
+    body_ref: dict[TensorRef, TensorRef] = {}
+    for k, ref in enumerate(inputs):
+        dtype = shapes.dtype(ref)
+        placeholder = body.add_node("Placeholder", f"_jit_arg_{k}", attrs={"dtype": dtype.base})
+        body_ref[ref] = placeholder.output(0)
+    for node in members:
+        copy = body.add_node(node.op, node.name, inputs=[body_ref[r] if r in body_ref else TensorRef(body.get(r.node.name), r.index)
+                                                         for r in node.inputs],
+                             attrs=dict(node.attrs), device=node.device)
+        for port in range(node.num_outputs):
+            body_ref[TensorRef(node, port)] = copy.output(port)
+
+    static_positions = _static_positions(members, group, static, inputs)
+    ops = [n.op for n in members]
+    program = ClusterProgram(body, [body_ref[r] for r in inputs], [body_ref[r] for r in outputs],
+                             static_positions, ops)
+    scope = _common_scope(members)
+    cluster = graph.add_node(
+        OP, graph.unique_name(f"{scope}jit_cluster_{number}"), inputs=inputs,
+        attrs={"Tin": [shapes.dtype(r).base for r in inputs], "Tout": [shapes.dtype(r).base for r in outputs],
+               "cluster": program.key, "output_shapes": [_known(shapes.shape(r)) for r in outputs]},
+        device=members[0].device)
+    for node in members:
+        for control in node.control_inputs:
+            if control not in group:
+                cluster.add_control_input(control)
+    for port, ref in enumerate(outputs):
+        graph.replace_all_uses_with(ref, cluster.output(port))
+        moved[(ref.node.name, ref.index)] = cluster.output(port)
+    for node in members:
+        if node not in shared_consts:
+            graph.move_control_uses(node, cluster)
+    graph.remove_nodes([n for n in members if n not in shared_consts])
+    return RewrittenCluster(cluster, program, len(members))
+
+
+def _known(shape: Shape) -> Shape:
+    return shape if shape.rank is not None else Shape.unknown()
+
+
+def _common_scope(members: list[Node]) -> str:
+    parts = [n.name.split("/")[:-1] for n in members]
+    common = parts[0]
+    for other in parts[1:]:
+        k = 0
+        while k < min(len(common), len(other)) and common[k] == other[k]:
+            k += 1
+        common = common[:k]
+    return "/".join(common) + "/" if common else ""
+
+
+def _static_positions(members, group, static, inputs) -> tuple[int, ...]:
+    """Cluster inputs XLA needs as constants: read at a lowering's static slot, directly or
+    through static nodes of the cluster (a Pack of a Shape and an input, say)."""
+    needed: set[TensorRef] = set()
+    stack = []
+    for node in members:
+        lowering = registry.lookup(node.op)
+        if lowering is not None:
+            stack.extend(node.inputs[s] for s in lowering.static_inputs if s < len(node.inputs))
+    while stack:
+        ref = stack.pop()
+        if ref in needed:
+            continue
+        needed.add(ref)
+        producer = ref.node
+        if producer in group and producer in static and producer.op not in cand.SHAPE_OPS:
+            stack.extend(producer.inputs)
+    return tuple(k for k, ref in enumerate(inputs) if ref in needed)
