@@ -38,17 +38,19 @@ _PROGRESS_AFTER_S = 0.5
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
 @common_options
 def command(graph, feed_pairs, feeds_file, fetches, device, threads, timeout, repeat, warmup, trace,
-            cost_model_out, top, as_json, report, signature):
+            cost_model_out, top, as_json, report, signature, jit, jit_cache):
     """Run GRAPH --repeat times after --warmup steps; report time and memory per op type and per
     node, peak memory per device, the critical path and loop iterations."""
     session, feeds, fetch_list = open_session(graph, feed_pairs, feeds_file, fetches, device, threads,
-                                              signature=signature)
+                                              signature=signature, jit=jit, jit_cache=jit_cache)
     with _ProgressBar(warmup + repeat) as progress:
         # Default fetches on an untaken cond branch are dead, not an error (as in `run`).
         steps = profile_steps(session, fetch_list, feeds, repeat=repeat, warmup=warmup, timeout=timeout,
                               allow_dead=not fetches, on_step=progress.advance)
     summary = summarize(steps)
     document = profile_report(summary, graph=graph, repeat=repeat, warmup=warmup, top=top)
+    if session.jit_report is not None:
+        document["jit"] = session.jit_report.to_json()
     # Files first: if one cannot be written, the error is all that is printed.
     if trace:
         write_trace(summary.representative, trace, metadata={"graph": graph, "step": "median of the measured steps"})
@@ -58,6 +60,10 @@ def command(graph, feed_pairs, feeds_file, fetches, device, threads, timeout, re
         emit_report({"command": "profile", **document}, as_json=as_json, report_path=report)
     if not settings.quiet:
         render(document, top)
+        if session.jit_report is not None:
+            console.print()
+            for line in session.jit_report.lines(max(1, settings.verbose)):
+                console.print(line, markup=False)
     for path, what in ((trace, "trace of the median step"), (cost_model_out, "cost model"), (report, "report")):
         if path:
             info(f"wrote the {what} to {path}")

@@ -77,6 +77,12 @@ def execution_options(func):
                      help="Stop a step that runs longer (exit 1, naming the nodes running). Default: no "
                           "limit; set one for a graph whose loop may never end. A kernel already running "
                           "(e.g. a BLAS call) finishes first."),
+        click.option("--jit/--no-jit", default=None,
+                     help="Compile clusters of supported ops with XLA through JAX (extra `jit`); what "
+                          "cannot compile stays in the interpreter. Default: $DFTOOL_JIT."),
+        click.option("--jit-cache", metavar="DIR",
+                     help="JAX's persistent compilation cache (default: $DFTOOL_JIT_CACHE, else "
+                          "~/.cache/dftool/jax; `off` disables it)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -84,13 +90,17 @@ def execution_options(func):
 
 
 def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threads, *, check_numerics: bool = False,
-                 signature: str | None = None):
+                 signature: str | None = None, jit: bool | None = None, jit_cache: str | None = None):
     """(session, feeds, fetch list) for GRAPH and the execution options; the default fetches are
     every graph output. UsageError for a graph with nothing to fetch."""
     from graphtool.exec.session import Session
 
+    if jit_cache is not None:
+        from graphtool.jit import runtime
+
+        runtime.set_cache_dir(jit_cache)
     session = Session(load_graph(graph, signature=signature), device=device, threads=threads, check_numerics=check_numerics,
-                      source="<stdin>" if graph == "-" else graph)
+                      source="<stdin>" if graph == "-" else graph, jit=jit)
     # Each feed file's headers are checked against what the graph expects before any data is read.
     feeds = feed_files.collect_feeds(feed_pairs, feeds_file, expect=feed_files.placeholder_expectation(session.resolve))
     if session.lowering is not None:
@@ -99,6 +109,14 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
     if not fetch_list:
         raise UsageError(f"{graph}: the graph has no outputs to fetch; name one with --fetch")
     return session, feeds, fetch_list
+
+
+def report_jit(session) -> None:
+    """With -v, what the JIT compiled (clusters, ops, compile time) and why nodes stayed out."""
+    if session.jit_report is None or not settings.verbose:
+        return
+    for line in session.jit_report.lines(settings.verbose):
+        info(line)
 
 
 @click.command("run")
@@ -120,10 +138,11 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
               help="Runs of the --target nodes (without targets: runs of the fetches; the last is shown).")
 @common_options
 def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threads, timeout, expect, rtol, atol,
-            check_numerics, as_json, report, inits, targets, steps, signature):
+            check_numerics, as_json, report, inits, targets, steps, signature, jit, jit_cache):
     """Execute GRAPH and print or save the fetched tensors."""
     session, feeds, fetch_list = open_session(graph, feed_pairs, feeds_file, fetches, device, threads,
-                                              check_numerics=check_numerics, signature=signature)
+                                              check_numerics=check_numerics, signature=signature, jit=jit,
+                                              jit_cache=jit_cache)
     # Stateful graphs (training, random draws) evolve across runs of one session, as in
     # TensorFlow: initializers once, then the targets step by step, then the fetches.
     if inits:
@@ -153,6 +172,7 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
     devices = [short_device_name(d) for d in result.devices]
     if len(devices) > 1:
         info(f"ran on {len(devices)} devices, one executor each: {', '.join(devices)}")
+    report_jit(session)
     mismatches = compare_expected(expect, fetch_list, values, rtol, atol) if expect else []
     if as_json or report:
         emit_report({"command": "run", "graph": graph, "device": session.device.name, "devices": devices,
@@ -160,6 +180,7 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
                      "fetches": [{"name": n, "dtype": str(v.dtype), "shape": list(v.shape)}
                                  for n, v in zip(fetch_list, values)],
                      "dead_fetches": dead,
+                     **({"jit": session.jit_report.to_json()} if session.jit_report is not None else {}),
                      "expect": None if not expect else {"file": expect, "mismatches": mismatches}},
                     as_json=as_json, report_path=report)
     if mismatches:

@@ -21,6 +21,7 @@ INSTALL_HINT = "pip install 'dftool[jit]'"
 _lock = threading.Lock()
 _jax = None
 _cache_dir: str | None = None
+_chosen_dir: str | None = None   # --jit-cache
 # Counts from JAX's monitoring events: persistent cache hits and misses in this process.
 cache_events = {"hits": 0, "misses": 0}
 
@@ -36,11 +37,17 @@ def available() -> bool:
 
 def default_cache_dir() -> str | None:
     """$DFTOOL_JIT_CACHE, else <user cache dir>/dftool/jax; None when the variable says `off`."""
-    configured = os.environ.get(CACHE_ENV)
+    configured = _chosen_dir or os.environ.get(CACHE_ENV)
     if configured:
         return None if configured.lower() in ("off", "none", "0") else configured
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return str(Path(base) / "dftool" / "jax")
+
+
+def set_cache_dir(directory: str) -> None:
+    """Use `directory` for the persistent cache (`off`: none); before the first load() only."""
+    global _chosen_dir
+    _chosen_dir = directory
 
 
 def load(cache_dir: str | None = "default"):
