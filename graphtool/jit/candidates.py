@@ -24,6 +24,7 @@ SHAPE_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank"})
 ENGINE_OPS = frozenset({"Const", "NoOp", "Shape", "ShapeN", "Size", "Rank"})
 # Functional control flow compiles to one lax loop/cond: always worth a cluster.
 CONTROL_FLOW_OPS = frozenset({"While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase"})
+CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 # Ops that cost nothing on their own: a cluster of only these is not worth compiling.
 FREE_OPS = frozenset({"Const", "NoOp", "Identity", "Shape", "ShapeN", "Size", "Rank", "Reshape",
                       "ExpandDims", "Squeeze", "StopGradient", "Snapshot"})
@@ -49,7 +50,8 @@ def exclusion_reason(node: Node, fed: set[str], targets: set[str]) -> str | None
     spec = node.spec
     if spec is None:
         return f"unknown op {op}"
-    if spec.stateful and op not in CONTROL_FLOW_OPS:   # If/While are flagged stateful; their bodies decide
+    if spec.stateful and op not in CONTROL_FLOW_OPS and op not in CALL_OPS:
+        # If/While/StatefulPartitionedCall are flagged stateful; their bodies decide (lowering's supports).
         return f"stateful op {op}"
     try:
         in_types = spec.input_dtypes(node)
@@ -86,6 +88,8 @@ def static_nodes(graph: Graph) -> set[Node]:
             continue
         if not node.inputs or node.control_inputs and any(c not in static for c in node.control_inputs):
             continue
+        if any(d.base.numpy is None or d.base.numpy == object for d in spec.output_dtypes(node)):
+            continue   # strings, TensorLists: not values a compiler takes as constants
         if all(ref.node in static for ref in node.inputs) and kernels.has_kernel(op, "CPU"):
             static.add(node)
     return static

@@ -83,6 +83,8 @@ class ClusterProgram:
         self.compile_seconds = 0.0
         self.compiles = 0
         self.calls = 0
+        self.failure: str | None = None   # why XLA could not compile it (then it is interpreted)
+        self._fallback = None
         with _programs_lock:
             _PROGRAMS[self.key] = self
 
@@ -104,6 +106,31 @@ class ClusterProgram:
         return fn
 
     def __call__(self, device, inputs) -> tuple:
+        if self.failure is not None:
+            return self._interpret(device, inputs)
+        try:
+            return self._compiled_call(device, inputs)
+        except _CompileFailed as failed:
+            # `--jit` never refuses a graph: a cluster XLA cannot compile (a loop whose carried
+            # shapes change, a list read before written) runs interpreted from now on.
+            exc = failed.__cause__
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            self.failure = f"{type(exc).__name__}: {first_line}"[:300]
+            return self._interpret(device, inputs)
+
+    def _interpret(self, device, inputs) -> tuple:
+        """The cluster's body run by the interpreter (a cluster XLA could not compile)."""
+        if self._fallback is None:
+            from ..exec.session import Session
+
+            with self._lock:
+                if self._fallback is None:
+                    self._fallback = Session(self.body, device=device, jit=False)
+        feeds = {ref.node.name: device.to_host(v) for ref, v in zip(self.inputs, inputs)}
+        result = self._fallback.run([ref.full_name for ref in self.outputs], feeds)
+        return tuple(device.to_device(v) for v in result.values)
+
+    def _compiled_call(self, device, inputs) -> tuple:
         jax_device = runtime.jax_device(device)
         statics = tuple(_StaticValue(device.to_host(inputs[i]) if hasattr(device, "to_host") else inputs[i])
                         for i in self.static_positions)
@@ -116,15 +143,22 @@ class ClusterProgram:
             results = fn(*dynamic)
         else:
             start = time.perf_counter()
-            results = fn(*dynamic)
-            for r in results:
-                r.block_until_ready()
+            try:
+                results = fn(*dynamic)
+                for r in results:
+                    r.block_until_ready()
+            except Exception as exc:   # noqa: BLE001 - whatever a lowering or XLA refused
+                raise _CompileFailed() from exc
             with self._lock:
                 if signature not in self._signatures:
                     self._signatures.add(signature)
                     self.compiles += 1
                     self.compile_seconds += time.perf_counter() - start
         return tuple(runtime.from_jax(r, device) for r in results)
+
+
+class _CompileFailed(Exception):
+    """Tracing or compiling a new signature failed (the cause says why)."""
 
 
 def program(key: str) -> ClusterProgram:

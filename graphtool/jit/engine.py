@@ -61,6 +61,8 @@ class JitReport:
             more = ", ..." if len(set(c.program.ops)) > 4 else ""
             lines.append(f"  {c.node.name}: {c.size} nodes ({shown}{more}); compiled {c.program.compiles}x "
                          f"in {c.program.compile_seconds * 1000:.0f} ms; {c.program.calls} call(s)")
+            if c.program.failure:
+                lines.append(f"    XLA could not compile it, so it runs interpreted: {c.program.failure}")
         reasons = self.top_reasons(5 if verbose < 2 else 50)
         if reasons:
             lines.append("  stayed in the interpreter:")
@@ -71,7 +73,8 @@ class JitReport:
         return {
             "clusters": [{"name": c.node.name, "nodes": c.size, "ops": dict(Counter(c.program.ops)),
                           "compile_seconds": c.program.compile_seconds, "compiles": c.program.compiles,
-                          "calls": c.program.calls} for c in self.clusters],
+                          "calls": c.program.calls, "interpreted_because": c.program.failure}
+                         for c in self.clusters],
             "left_out": [{"reason": r, "nodes": n} for r, n in self.top_reasons(50)],
             "cache_dir": runtime.cache_dir(),
             "persistent_cache": dict(runtime.cache_events),

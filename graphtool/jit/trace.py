@@ -108,7 +108,10 @@ def _foldable(node: Node) -> bool:
     from ..exec import kernels
 
     spec = node.spec
-    return spec is not None and not spec.stateful and kernels.has_kernel(node.op, "CPU")
+    if spec is None or spec.stateful or not kernels.has_kernel(node.op, "CPU"):
+        return False
+    # TensorLists are arrays in a trace, the interpreter's are Python objects: never folded.
+    return all(d.base.numpy is not None and d.base.numpy != object for d in spec.output_dtypes(node))
 
 
 def _run_kernel(node: Node, inputs: list) -> tuple:

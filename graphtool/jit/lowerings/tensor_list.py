@@ -1,0 +1,124 @@
+"""Lowerings of TensorList ops: inside a compiled program a list of n elements is one array of shape
+[n, *element_shape], so a loop that writes one element per iteration carries an array
+(lax.dynamic_update_index_in_dim) and TensorListStack is free.
+
+Only lists whose length is known when compiling (TensorListReserve's num_elements, a tensor's
+leading dim) are arrays; a list reserved with an unknown element shape (TensorFlow's -1 dims, the
+batch of a Keras RNN) is a PendingList until its first element is written (see control_flow.py
+for lists carried by loops). Lists that grow (PushBack) stay in the interpreter.
+
+XLA clamps an index out of range where TensorFlow fails the step; graphs that index inside their
+list's length (every loop TensorFlow's own tf.while_loop/TensorArray code builds) agree.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .registry import lowers
+
+
+@dataclass(frozen=True)
+class PendingList:
+    """A reserved list whose element shape is not known yet."""
+
+    length: int
+    dtype: np.dtype
+    element_shape: tuple | None   # dims with None for unknown ones; None: unknown rank
+
+    def fits(self, shape: tuple) -> bool:
+        if self.element_shape is None:
+            return True
+        return len(shape) == len(self.element_shape) and \
+            all(want is None or want == got for want, got in zip(self.element_shape, shape))
+
+
+def _element_shape(value) -> tuple | None:
+    array = np.asarray(value)
+    if array.ndim == 0:   # -1: unknown rank
+        return None
+    return tuple(None if int(d) < 0 else int(d) for d in array)
+
+
+def materialize(jnp, pending: PendingList, shaped):
+    """An array of zeros for `pending`, shaped like `shaped` (what a loop body made of it)."""
+    if isinstance(shaped, PendingList):
+        raise ValueError("a TensorList whose element shape the loop never fixes")
+    return jnp.zeros(shaped.shape, dtype=pending.dtype)
+
+
+def _array(ctx, handle, item_shape=None):
+    if isinstance(handle, PendingList):
+        if item_shape is None or not handle.fits(item_shape):
+            raise ValueError(f"node '{ctx.name}': a TensorList read before its element shape is known")
+        return ctx.jnp.zeros((handle.length, *item_shape), dtype=handle.dtype)
+    return handle
+
+
+@lowers("TensorListReserve", static_inputs=(0, 1))
+def reserve(ctx, element_shape, num_elements):
+    dtype = np.dtype(ctx.attr("element_dtype").numpy)
+    length, shape = int(num_elements), _element_shape(element_shape)
+    if shape is not None and all(d is not None for d in shape):
+        return ctx.jnp.zeros((length, *shape), dtype=dtype)
+    return PendingList(length, dtype, shape)
+
+
+@lowers("TensorListFromTensor")
+def from_tensor(ctx, tensor, element_shape):
+    return tensor
+
+
+@lowers("TensorListSetItem")
+def set_item(ctx, handle, index, item):
+    if ctx.attr("resize_if_index_out_of_bounds", False):
+        raise ValueError(f"node '{ctx.name}': resize_if_index_out_of_bounds grows the list")
+    array = _array(ctx, handle, tuple(item.shape))
+    return ctx.lax.dynamic_update_index_in_dim(array, ctx.jnp.asarray(item, dtype=array.dtype), index, 0)
+
+
+@lowers("TensorListGetItem")
+def get_item(ctx, handle, index, element_shape):
+    array = _array(ctx, handle, _known(element_shape))
+    return ctx.lax.dynamic_index_in_dim(array, index, 0, keepdims=False)
+
+
+@lowers("TensorListStack")
+def stack(ctx, handle, element_shape):
+    return _array(ctx, handle, _known(element_shape))
+
+
+@lowers("TensorListGather")
+def gather(ctx, handle, indices, element_shape):
+    return ctx.jnp.take(_array(ctx, handle, _known(element_shape)), indices, axis=0)
+
+
+@lowers("TensorListScatterIntoExistingList")
+def scatter_into(ctx, handle, tensor, indices):
+    array = _array(ctx, handle, tuple(tensor.shape[1:]))
+    return array.at[indices].set(tensor.astype(array.dtype))
+
+
+@lowers("TensorListLength")
+def length(ctx, handle):
+    count = handle.length if isinstance(handle, PendingList) else handle.shape[0]
+    return np.asarray(count, dtype=np.int32)
+
+
+@lowers("TensorListElementShape")
+def element_shape(ctx, handle):
+    dtype = ctx.out_dtype(0)
+    if isinstance(handle, PendingList):
+        if handle.element_shape is None:
+            return np.asarray(-1, dtype=dtype)
+        return np.asarray([-1 if d is None else d for d in handle.element_shape], dtype=dtype)
+    return np.asarray(handle.shape[1:], dtype=dtype)
+
+
+def _known(element_shape):
+    """A fully known element shape from a concrete element_shape input, else None."""
+    if not isinstance(element_shape, (np.ndarray, np.generic)):
+        return None
+    shape = _element_shape(element_shape)
+    return shape if shape is not None and all(d is not None for d in shape) else None
