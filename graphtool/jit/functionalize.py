@@ -85,13 +85,13 @@ def functionalize(graph: Graph, keep=()) -> FunctionalizeReport:
     Merge, which keep their names anyway) stays as it is."""
     from .functionalize_conds import functionalize_conds
     from .functionalize_loops import functionalize_loops
-    tensor_arrays_to_lists = lambda g, r: None  # TEMP
+    from .tensor_array_to_list import tensor_arrays_to_lists
 
     report = FunctionalizeReport(keep=frozenset(k.lstrip("^").split(":")[0] for k in keep))
     if not has_v1_control_flow(graph):
         return report
     shapes = ShapeBook(graph)
-    tensor_arrays_to_lists(graph, report)
+    tensor_arrays_to_lists(graph, report, shapes)
     functionalize_loops(graph, shapes, report)
     functionalize_conds(graph, shapes, report)
     return report

@@ -109,7 +109,7 @@ def _variable(enter: Node, merge: Node, loop_cond: Node, members: set[Node]) -> 
         raise Unconvertible(f"Merge '{merge.name}' feeds {len(switches)} Switches on the loop condition")
     switch = switches[0]
     exits = [u for u, _ in switch.uses(0)]
-    if any(e.op not in EXIT_OPS for e in exits) or switch.control_uses or switch.control_inputs:
+    if any(e.op not in EXIT_OPS for e in exits) or switch.control_inputs:
         raise Unconvertible(f"Switch '{switch.name}' feeds something other than an Exit when the loop ends")
     return _LoopVar(enter, merge, switch, nexts[0], exits)
 
