@@ -20,8 +20,12 @@ V1_CONTROL_FLOW = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge", "Enter"
                              "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger"})
 TRANSFER_OPS = frozenset({"_Send", "_HostSend", "_Recv", "_HostRecv"})
 SHAPE_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank"})
+# A TensorList's length and element shape are static in a trace, as array shapes are.
+LIST_SHAPE_OPS = frozenset({"TensorListLength", "TensorListElementShape"})
 # Ops the engine evaluates itself (no lowering needed): constants become compile-time values.
 ENGINE_OPS = frozenset({"Const", "NoOp", "Shape", "ShapeN", "Size", "Rank"})
+# Ops that pass their inputs through: the engine forwards the traced values.
+FORWARD_OPS = frozenset({"Identity", "IdentityN", "Snapshot", "StopGradient", "PreventGradient"})
 # Functional control flow compiles to one lax loop/cond: always worth a cluster.
 CONTROL_FLOW_OPS = frozenset({"While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase"})
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
@@ -68,7 +72,7 @@ def exclusion_reason(node: Node, fed: set[str], targets: set[str]) -> str | None
         if getattr(value, "size", 0) > MAX_EMBEDDED_CONST_ELEMENTS:
             return "a large constant (passed to its cluster as an argument)"
         return None
-    if op in ENGINE_OPS:
+    if op in ENGINE_OPS or op in FORWARD_OPS:
         return None
     return registry.why_not(node)
 
@@ -80,7 +84,7 @@ def static_nodes(graph: Graph) -> set[Node]:
     static: set[Node] = set()
     for node in graph.topological_order():
         op = node.op
-        if op == "Const" or op in SHAPE_OPS:
+        if op == "Const" or op in SHAPE_OPS or op in LIST_SHAPE_OPS:
             static.add(node)
             continue
         spec = node.spec

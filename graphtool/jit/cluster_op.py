@@ -70,7 +70,7 @@ class ClusterProgram:
     """One cluster's body graph and its compiled forms."""
 
     def __init__(self, body: Graph, inputs: list[TensorRef], outputs: list[TensorRef],
-                 static_positions: tuple[int, ...], ops: list[str]):
+                 static_positions: tuple[int, ...], ops: list[str], list_outputs=()):
         self.body = body
         self.inputs = inputs                  # body placeholders, one per cluster input
         self.outputs = outputs                # body tensors, one per cluster output
@@ -83,6 +83,8 @@ class ClusterProgram:
         self.compile_seconds = 0.0
         self.compiles = 0
         self.calls = 0
+        # Outputs that are TensorLists (arrays here): the interpreter gets its TensorList value.
+        self.list_outputs = frozenset(list_outputs)
         self.failure: str | None = None   # why XLA could not compile it (then it is interpreted)
         self._fallback = None
         with _programs_lock:
@@ -154,7 +156,20 @@ class ClusterProgram:
                     self._signatures.add(signature)
                     self.compiles += 1
                     self.compile_seconds += time.perf_counter() - start
-        return tuple(runtime.from_jax(r, device) for r in results)
+        lists = self.list_outputs
+        return tuple(_to_tensor_list(r) if k in lists else runtime.from_jax(r, device)
+                     for k, r in enumerate(results))
+
+
+def _to_tensor_list(array):
+    """A [n, *element_shape] array as the interpreter's TensorList value of n elements."""
+    from .. import dtypes
+    from ..exec.kernels.tensor_list_value import TensorList
+
+    host = np.asarray(array)
+    handle = np.empty((), dtype=object)   # a variant tensor: a scalar holding the list
+    handle[()] = TensorList(dtypes.from_numpy(host.dtype), Shape(host.shape[1:]), list(host))
+    return handle
 
 
 class _CompileFailed(Exception):

@@ -128,18 +128,17 @@ def _output_dtype(ref) -> object:
 
 def _exclude_variant_edges_to_interpreter(order: list[Node], reasons: dict) -> None:
     """A TensorList (variant) is an array only inside a compiled program: a candidate that would
-    pass one to or from the interpreter stays out too (repeated until nothing changes)."""
+    receive one from the interpreter stays out too (repeated until nothing changes)."""
     changed = True
     while changed:
         changed = False
         for node in order:
             if node in reasons:
                 continue
-            crossing = any(_output_dtype(ref) is dtypes.variant and ref.node in reasons for ref in node.inputs) or \
-                any(consumer in reasons and _output_dtype(consumer.inputs[slot]) is dtypes.variant
-                    for consumer, slot in node.uses())
+            # (A list a cluster passes out is converted: cluster_op.py.)
+            crossing = any(_output_dtype(ref) is dtypes.variant and ref.node in reasons for ref in node.inputs)
             if crossing:
-                reasons[node] = "a TensorList passed to or from the interpreter"
+                reasons[node] = "a TensorList made by the interpreter"
                 changed = True
 
 
@@ -159,7 +158,4 @@ def _variant_boundary(group: set[Node]) -> str | None:
         for ref in node.inputs:
             if ref.node not in group and _output_dtype(ref) is dtypes.variant:
                 return "its cluster would receive a TensorList from the interpreter"
-        for consumer, slot in node.uses():
-            if consumer not in group and _output_dtype(consumer.inputs[slot]) is dtypes.variant:
-                return "its cluster would pass a TensorList to the interpreter"
     return None

@@ -55,6 +55,8 @@ class JitReport:
     def lines(self, verbose: int = 1) -> list[str]:
         """Human-readable lines: one per cluster, then the top reasons nodes stayed out."""
         lines = [self.summary()]
+        if self.functionalized is not None and self.functionalized.changed:
+            lines.append(f"  functionalized v1 control flow: {self.functionalized.summary()}")
         for c in self.clusters:
             ops = Counter(c.program.ops).most_common(4)
             shown = ", ".join(f"{n} {op}" for op, n in ops)
@@ -83,24 +85,24 @@ class JitReport:
     def merge(self, other: "JitReport") -> None:
         self.clusters.extend(other.clusters)
         self.left_out.update(other.left_out)
+        self.functionalized = other.functionalized or self.functionalized
+        self.lowered = other.lowered or self.lowered
 
 
-def _functionalize(graph: Graph):
+def _functionalize(graph: Graph, keep: list[str]):
     try:
-        from .functionalize import functionalize
-    except ImportError:   # not there yet: v1 control flow stays in the interpreter
+        from .functionalize import functionalize, has_v1_control_flow
+    except ImportError:   # without it v1 control flow stays in the interpreter
         return None
-    return functionalize(graph)
+    return functionalize(graph, keep=keep) if has_v1_control_flow(graph) else None
 
 
 def compile_graph(graph: Graph, default_device: str, fetches: set[tuple[str, int]], fed: set[str],
                   targets: set[str], lower_rest: bool = True) -> tuple[JitReport, dict[tuple[str, int], TensorRef]]:
     runtime.load()
     report = JitReport()
-    from ..ir.graph import NEXT_ITERATION_OPS
-
-    if any(n.op in NEXT_ITERATION_OPS or n.op in ("Switch", "RefSwitch") for n in graph.nodes):
-        report.functionalized = _functionalize(graph)
+    report.functionalized = _functionalize(graph, [f"{name}:{port}" for name, port in fetches]
+                                           + sorted(fed) + sorted(targets))
     clustering = find_clusters(graph, default_device, fed, targets)
     keep = {TensorRef(graph.get(name), port) for name, port in fetches if graph.get(name) is not None}
     report.left_out = {node.name: reason for node, reason in clustering.reasons.items()}

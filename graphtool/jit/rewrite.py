@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import dtypes
 from ..ir import Graph, Node, TensorRef
 from ..shape_inference import infer_shapes
 from ..shapes import Shape
@@ -73,8 +74,9 @@ def _rewrite_one(graph, members, static, keep, shapes, moved, number) -> Rewritt
 
     static_positions = _static_positions(members, group, static, inputs)
     ops = [n.op for n in members]
+    list_outputs = [k for k, r in enumerate(outputs) if shapes.dtype(r).base is dtypes.variant]
     program = ClusterProgram(body, [body_ref[r] for r in inputs], [body_ref[r] for r in outputs],
-                             static_positions, ops)
+                             static_positions, ops, list_outputs)
     scope = _common_scope(members)
     cluster = graph.add_node(
         OP, graph.unique_name(f"{scope}jit_cluster_{number}"), inputs=inputs,
@@ -125,6 +127,6 @@ def _static_positions(members, group, static, inputs) -> tuple[int, ...]:
             continue
         needed.add(ref)
         producer = ref.node
-        if producer in group and producer in static and producer.op not in cand.SHAPE_OPS:
+        if producer in group and producer in static and producer.op not in cand.SHAPE_OPS and producer.op not in cand.LIST_SHAPE_OPS:
             stack.extend(producer.inputs)
     return tuple(k for k, ref in enumerate(inputs) if ref in needed)

@@ -56,6 +56,8 @@ def evaluate_node(node: Node, inputs: list) -> tuple:
         return (np.asarray(node.attr("value"), dtype=out_types[0]),)
     if op == "NoOp":
         return ()
+    if op in cand.FORWARD_OPS:
+        return tuple(inputs)
     if op in cand.SHAPE_OPS:
         return _shape_op(node, inputs, out_types)
     if inputs and all(is_concrete(v) for v in inputs) and _foldable(node):
