@@ -20,8 +20,8 @@ V1_CONTROL_FLOW = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge", "Enter"
                              "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger"})
 TRANSFER_OPS = frozenset({"_Send", "_HostSend", "_Recv", "_HostRecv"})
 SHAPE_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank"})
-# A TensorList's length and element shape are static in a trace, as array shapes are.
-LIST_SHAPE_OPS = frozenset({"TensorListLength", "TensorListElementShape"})
+# A TensorList's length is static in a trace, as array shapes are.
+LIST_SHAPE_OPS = frozenset({"TensorListLength"})
 # Ops the engine evaluates itself (no lowering needed): constants become compile-time values.
 ENGINE_OPS = frozenset({"Const", "NoOp", "Shape", "ShapeN", "Size", "Rank"})
 # Ops that pass their inputs through: the engine forwards the traced values.

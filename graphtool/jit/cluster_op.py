@@ -84,7 +84,7 @@ class ClusterProgram:
         self.compiles = 0
         self.calls = 0
         # Outputs that are TensorLists (arrays here): the interpreter gets its TensorList value.
-        self.list_outputs = frozenset(list_outputs)
+        self.list_outputs = dict(list_outputs or {})   # position -> declared element shape
         self.failure: str | None = None   # why XLA could not compile it (then it is interpreted)
         self._fallback = None
         with _programs_lock:
@@ -157,18 +157,18 @@ class ClusterProgram:
                     self.compiles += 1
                     self.compile_seconds += time.perf_counter() - start
         lists = self.list_outputs
-        return tuple(_to_tensor_list(r) if k in lists else runtime.from_jax(r, device)
+        return tuple(_to_tensor_list(r, lists[k]) if k in lists else runtime.from_jax(r, device)
                      for k, r in enumerate(results))
 
 
-def _to_tensor_list(array):
+def _to_tensor_list(array, element_shape: Shape):
     """A [n, *element_shape] array as the interpreter's TensorList value of n elements."""
     from .. import dtypes
     from ..exec.kernels.tensor_list_value import TensorList
 
     host = np.asarray(array)
     handle = np.empty((), dtype=object)   # a variant tensor: a scalar holding the list
-    handle[()] = TensorList(dtypes.from_numpy(host.dtype), Shape(host.shape[1:]), list(host))
+    handle[()] = TensorList(dtypes.from_numpy(host.dtype), element_shape, list(host))
     return handle
 
 

@@ -25,6 +25,10 @@ from . import candidates as cand
 from .graph_cycles import GraphCycles
 from .lowerings import registry
 
+# Interpreter ops that may read a TensorList a cluster made (an array: every element set, unset
+# ones as zeros); others (ConcatV2's leading_dims, PushBack, ...) see set and unset elements differ.
+LIST_READERS = frozenset({"TensorListStack", "TensorListGather", "TensorListGetItem", "TensorListLength",
+                          "TensorListElementShape"})
 # A cluster must hold this many ops that do work (not FREE_OPS), or a control-flow op.
 MIN_CLUSTER_OPS = 2
 
@@ -158,4 +162,8 @@ def _variant_boundary(group: set[Node]) -> str | None:
         for ref in node.inputs:
             if ref.node not in group and _output_dtype(ref) is dtypes.variant:
                 return "its cluster would receive a TensorList from the interpreter"
+        for consumer, slot in node.uses():
+            if consumer not in group and consumer.op not in LIST_READERS and \
+                    _output_dtype(consumer.inputs[slot]) is dtypes.variant:
+                return f"its cluster would pass a TensorList to {consumer.op}, which tells unset elements apart"
     return None

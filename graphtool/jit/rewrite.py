@@ -74,7 +74,9 @@ def _rewrite_one(graph, members, static, keep, shapes, moved, number) -> Rewritt
 
     static_positions = _static_positions(members, group, static, inputs)
     ops = [n.op for n in members]
-    list_outputs = [k for k, r in enumerate(outputs) if shapes.dtype(r).base is dtypes.variant]
+    # A list passed out keeps its declared element shape (what TensorListElementShape answers).
+    list_outputs = {k: _declared_element_shape(shapes, r) for k, r in enumerate(outputs)
+                    if shapes.dtype(r).base is dtypes.variant}
     program = ClusterProgram(body, [body_ref[r] for r in inputs], [body_ref[r] for r in outputs],
                              static_positions, ops, list_outputs)
     scope = _common_scope(members)
@@ -95,6 +97,12 @@ def _rewrite_one(graph, members, static, keep, shapes, moved, number) -> Rewritt
             graph.move_control_uses(node, cluster)
     graph.remove_nodes([n for n in members if n not in shared_consts])
     return RewrittenCluster(cluster, program, len(members))
+
+
+def _declared_element_shape(shapes, ref: TensorRef) -> Shape:
+    info = shapes.info.get(ref)
+    handle = info.handle if info is not None else None
+    return handle.element_shape if handle is not None else Shape.unknown()
 
 
 def _known(shape: Shape) -> Shape:

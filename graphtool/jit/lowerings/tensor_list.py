@@ -5,7 +5,12 @@
 Only lists whose length is known when compiling (TensorListReserve's num_elements, a tensor's
 leading dim) are arrays; a list reserved with an unknown element shape (TensorFlow's -1 dims, the
 batch of a Keras RNN) is a PendingList until its first element is written (see control_flow.py
-for lists carried by loops). Lists that grow (PushBack) stay in the interpreter.
+for lists carried by loops). Lists that grow (PushBack, a SetItem that may resize, a scatter past the end) stay in the
+interpreter.
+
+TensorListElementShape is not lowered: it answers with the list's declared (partial) element
+shape, which an array does not keep; the interpreter answers it from the TensorList a cluster
+passes out (declared shape from shape inference, cluster_op.py).
 
 XLA clamps an index out of range where TensorFlow fails the step; graphs that index inside their
 list's length (every loop TensorFlow's own tf.while_loop/TensorArray code builds) agree.
@@ -70,10 +75,14 @@ def from_tensor(ctx, tensor, element_shape):
     return tensor
 
 
-@lowers("TensorListSetItem")
+def _fixed_length(node):
+    if node.attr("resize_if_index_out_of_bounds", False):
+        return "resize_if_index_out_of_bounds grows the list"
+    return None
+
+
+@lowers("TensorListSetItem", supports=_fixed_length)
 def set_item(ctx, handle, index, item):
-    if ctx.attr("resize_if_index_out_of_bounds", False):
-        raise ValueError(f"node '{ctx.name}': resize_if_index_out_of_bounds grows the list")
     array = _array(ctx, handle, tuple(item.shape))
     return ctx.lax.dynamic_update_index_in_dim(array, ctx.jnp.asarray(item, dtype=array.dtype), index, 0)
 
@@ -94,26 +103,10 @@ def gather(ctx, handle, indices, element_shape):
     return ctx.jnp.take(_array(ctx, handle, _known(element_shape)), indices, axis=0)
 
 
-@lowers("TensorListScatterIntoExistingList")
-def scatter_into(ctx, handle, tensor, indices):
-    array = _array(ctx, handle, tuple(tensor.shape[1:]))
-    return array.at[indices].set(tensor.astype(array.dtype))
-
-
 @lowers("TensorListLength")
 def length(ctx, handle):
     count = handle.length if isinstance(handle, PendingList) else handle.shape[0]
     return np.asarray(count, dtype=np.int32)
-
-
-@lowers("TensorListElementShape")
-def element_shape(ctx, handle):
-    dtype = ctx.out_dtype(0)
-    if isinstance(handle, PendingList):
-        if handle.element_shape is None:
-            return np.asarray(-1, dtype=dtype)
-        return np.asarray([-1 if d is None else d for d in handle.element_shape], dtype=dtype)
-    return np.asarray(handle.shape[1:], dtype=dtype)
 
 
 def _known(element_shape):
