@@ -18,7 +18,9 @@ from .lowerings import registry
 
 V1_CONTROL_FLOW = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
                              "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger"})
-TRANSFER_OPS = frozenset({"_Send", "_HostSend", "_Recv", "_HostRecv"})
+SEND_OPS = frozenset({"_Send", "_HostSend"})
+RECV_OPS = frozenset({"_Recv", "_HostRecv"})
+TRANSFER_OPS = SEND_OPS | RECV_OPS
 SHAPE_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank"})
 # A TensorList's length is static in a trace, as array shapes are.
 LIST_SHAPE_OPS = frozenset({"TensorListLength"})
@@ -38,8 +40,9 @@ MAX_EMBEDDED_CONST_ELEMENTS = 1 << 12
 _BAD_DTYPES = {dtypes.string, dtypes.resource}
 
 
-def exclusion_reason(node: Node, fed: set[str], targets: set[str]) -> str | None:
-    """None when `node` may be compiled, else why it stays in the interpreter."""
+def exclusion_reason(node: Node, fed: set[str], targets: set[str], static: set[Node] = frozenset()) -> str | None:
+    """None when `node` may be compiled, else why it stays in the interpreter. A `static` node
+    without a lowering may be compiled too: its numpy kernel runs while tracing."""
     op = node.op
     if node.name in fed:
         return "fed by the caller"
@@ -74,7 +77,10 @@ def exclusion_reason(node: Node, fed: set[str], targets: set[str]) -> str | None
         return None
     if op in ENGINE_OPS or op in FORWARD_OPS:
         return None
-    return registry.why_not(node)
+    reason = registry.why_not(node)
+    if reason is not None and node in static and registry.lookup(op) is None:
+        return None   # computed when compiling (a Range or StridedSlice of shapes, say)
+    return reason
 
 
 def static_nodes(graph: Graph) -> set[Node]:

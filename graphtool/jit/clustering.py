@@ -47,7 +47,7 @@ def find_clusters(graph: Graph, default_device: str = "", fed: set[str] = frozen
     result = Clustering(static=cand.static_nodes(graph))
     reasons = result.reasons
     for node in order:
-        reason = cand.exclusion_reason(node, fed, targets)
+        reason = cand.exclusion_reason(node, fed, targets, result.static)
         if reason is not None:
             reasons[node] = reason
     _exclude_variant_edges_to_interpreter(order, reasons)
@@ -64,6 +64,15 @@ def find_clusters(graph: Graph, default_device: str = "", fed: set[str] = frozen
             continue   # loop back edges: a cluster runs within one iteration
         for consumer in node.consumers():
             cycles.insert_edge(index[node], index[consumer])
+    # In one device's partition a _Recv may wait, through other devices, for any _Send of it that
+    # it does not itself feed: those hidden edges count too, or a cluster could hold a send's
+    # producer and a receiver's user and wait for itself. (insert_edge refuses the pairs where
+    # the receiver feeds the send: no such wait can exist.)
+    sends = [index[n] for n in order if n.op in cand.SEND_OPS]
+    recvs = [index[n] for n in order if n.op in cand.RECV_OPS]
+    for send in sends:
+        for recv in recvs:
+            cycles.insert_edge(send, recv)
 
     root = list(range(len(order)))   # union-find over node indexes; a root is a GraphCycles node
     members: dict[int, set[Node]] = {}

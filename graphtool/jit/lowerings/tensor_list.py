@@ -5,8 +5,8 @@
 Only lists whose length is known when compiling (TensorListReserve's num_elements, a tensor's
 leading dim) are arrays; a list reserved with an unknown element shape (TensorFlow's -1 dims, the
 batch of a Keras RNN) is a PendingList until its first element is written (see control_flow.py
-for lists carried by loops). Lists that grow (PushBack, a SetItem that may resize, a scatter past the end) stay in the
-interpreter.
+for lists carried by loops). Lists that grow (PushBack, a SetItem that may resize) stay in the interpreter, and so does a
+cluster that scatters past a list's end.
 
 TensorListElementShape is not lowered: it answers with the list's declared (partial) element
 shape, which an array does not keep; the interpreter answers it from the TensorList a cluster
@@ -101,6 +101,18 @@ def stack(ctx, handle, element_shape):
 @lowers("TensorListGather")
 def gather(ctx, handle, indices, element_shape):
     return ctx.jnp.take(_array(ctx, handle, _known(element_shape)), indices, axis=0)
+
+
+@lowers("TensorListScatterIntoExistingList", static_inputs=(2,))
+def scatter_into(ctx, handle, tensor, indices):
+    # Indices are known when compiling, so a scatter past the end (TensorFlow grows the list)
+    # is refused here and the cluster runs interpreted.
+    indices = np.asarray(indices).reshape(-1)
+    length = handle.length if isinstance(handle, PendingList) else handle.shape[0]
+    if indices.size and (indices.min() < 0 or indices.max() >= length):
+        raise ValueError(f"node '{ctx.name}': scatter index past the list's {length} elements")
+    array = _array(ctx, handle, tuple(tensor.shape[1:]))
+    return array.at[indices].set(tensor.astype(array.dtype))
 
 
 @lowers("TensorListLength")
