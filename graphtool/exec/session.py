@@ -66,6 +66,7 @@ class Session:
         # 'node:k' fed in a pruned graph -> its feed node; SavedModel signature keys
         self._aliases = {role: fed_tensor_aliases(graph, role) for role in ("feed", "fetch")}
         self._executors: dict[tuple, tuple[Executor, list, dict]] = {}
+        self._resolved: dict[tuple[str, str], TensorRef] = {}   # steps name the same tensors again
         # Steps may run from several threads at once (as TensorFlow's Session allows): each has
         # its own step container and rendezvous; only compiling a new signature is serialised.
         self._compile_lock = threading.Lock()
@@ -75,6 +76,13 @@ class Session:
     # --- names ----------------------------------------------------------------------------------
     def resolve(self, name: str, what: str) -> TensorRef:
         """A tensor named by the user; UsageError (exit 2) naming it when it does not exist."""
+        key = (name, what)
+        found = self._resolved.get(key)
+        if found is None:
+            found = self._resolved[key] = self._resolve(name, what)
+        return found
+
+    def _resolve(self, name: str, what: str) -> TensorRef:
         node_name, port = parse_tensor_name(name)
         aliased = self._aliases[what].get(f"{node_name}:{port}")
         if aliased is not None:

@@ -87,6 +87,7 @@ class ClusterProgram:
         self.list_outputs = dict(list_outputs or {})   # position -> declared element shape
         self.failure: str | None = None   # why XLA could not compile it (then it is interpreted)
         self._fallback = None
+        self._jax_devices: dict = {}
         with _programs_lock:
             _PROGRAMS[self.key] = self
 
@@ -133,13 +134,20 @@ class ClusterProgram:
         return tuple(device.to_device(v) for v in result.values)
 
     def _compiled_call(self, device, inputs) -> tuple:
-        jax_device = runtime.jax_device(device)
-        statics = tuple(_StaticValue(device.to_host(inputs[i]) if hasattr(device, "to_host") else inputs[i])
-                        for i in self.static_positions)
-        static_set = set(self.static_positions)
-        dynamic = [runtime.to_jax(v, jax_device) for i, v in enumerate(inputs) if i not in static_set]
-        fn = self._function(statics)
-        signature = (statics, tuple((a.shape, a.dtype) for a in dynamic))
+        jax_device = self._jax_devices.get(device)
+        if jax_device is None:
+            jax_device = self._jax_devices[device] = runtime.jax_device(device)
+        if self.static_positions:
+            statics = tuple(_StaticValue(device.to_host(inputs[i])) for i in self.static_positions)
+            static_set = set(self.static_positions)
+            inputs = [v for i, v in enumerate(inputs) if i not in static_set]
+        else:
+            statics = ()
+        # On the CPU jax.jit takes numpy arrays as they are (cheaper than a device_put first).
+        dynamic = inputs if jax_device.platform == "cpu" and device.xp is np \
+            else [runtime.to_jax(v, jax_device) for v in inputs]
+        fn = self._jitted.get(statics) or self._function(statics)
+        signature = (statics, *[(a.shape, a.dtype) for a in dynamic])
         self.calls += 1
         if signature in self._signatures:
             results = fn(*dynamic)
@@ -157,6 +165,8 @@ class ClusterProgram:
                     self.compiles += 1
                     self.compile_seconds += time.perf_counter() - start
         lists = self.list_outputs
+        if not lists and device.xp is np:
+            return tuple(np.asarray(r) for r in results)
         return tuple(_to_tensor_list(r, lists[k]) if k in lists else runtime.from_jax(r, device)
                      for k, r in enumerate(results))
 
@@ -185,6 +195,6 @@ def release(key: str) -> None:
         _PROGRAMS.pop(key, None)
 
 
-@kernel(OP, expensive=True)
+@kernel(OP)   # inline: XLA parallelizes inside; a pool hop costs more than small clusters take
 def run_cluster(ctx, *inputs, cluster):
     return program(cluster)(ctx.device, inputs)

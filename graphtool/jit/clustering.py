@@ -106,7 +106,7 @@ def find_clusters(graph: Graph, default_device: str = "", fed: set[str] = frozen
 
     for group in members.values():
         ordered = sorted(group, key=index.__getitem__)
-        problem = _not_worth_it(ordered, min_ops) or _variant_boundary(group)
+        problem = _not_worth_it(ordered, min_ops, result.static) or _variant_boundary(group)
         if problem is None:
             result.clusters.append(ordered)
         else:
@@ -155,14 +155,15 @@ def _exclude_variant_edges_to_interpreter(order: list[Node], reasons: dict) -> N
                 changed = True
 
 
-def _not_worth_it(nodes: list[Node], min_ops: int) -> str | None:
+def _not_worth_it(nodes: list[Node], min_ops: int, static: set[Node]) -> str | None:
     if any(n.op in cand.CONTROL_FLOW_OPS for n in nodes):
         return None
-    working = [n for n in nodes if n.op not in cand.FREE_OPS]
+    # Static nodes are computed once, when compiling: they do no work per step.
+    working = [n for n in nodes if n.op not in cand.FREE_OPS and n not in static]
     if len(working) >= min_ops:
         return None
     if not working:
-        return "its cluster would hold only free ops (constants, identities, reshapes)"
+        return "its cluster would hold only free ops (constants, identities, shapes and what they compute)"
     return f"its cluster would hold a single op ({working[0].op}): not worth a compile"
 
 

@@ -25,6 +25,11 @@ SAMPLES = ROOT / "sample_graphs"
 
 # run id -> why it cannot match with --jit (empty: every run passes).
 CANNOT_PASS: dict[str, str] = {}
+# run id -> why one of its clusters cannot compile and runs interpreted (results still match).
+INTERPRETED_CLUSTERS: dict[str, str] = {
+    "tf/op_tensor_list_gather_scatter": "TensorListScatterIntoExistingList past the list's end grows the list "
+                                        "(an array cannot): that cluster runs in the interpreter",
+}
 
 
 def _load(path) -> dict[str, np.ndarray]:
@@ -63,7 +68,8 @@ def _param(run_id, folder, fetches, feeds, expected, rtol, atol, slow=False):
     marks = [pytest.mark.slow] if slow else []
     if run_id in CANNOT_PASS:
         marks.append(pytest.mark.xfail(reason=CANNOT_PASS[run_id], strict=True))
-    return pytest.param(folder, fetches, feeds, expected, rtol, atol, id=run_id, marks=marks)
+    return pytest.param(folder, fetches, feeds, expected, rtol, atol, run_id in INTERPRETED_CLUSTERS,
+                        id=run_id, marks=marks)
 
 
 def assert_matches(name, actual, expected, rtol, atol):
@@ -78,9 +84,9 @@ def assert_matches(name, actual, expected, rtol, atol):
         np.testing.assert_array_equal(actual, expected, err_msg=name)
 
 
-@pytest.mark.parametrize("folder, fetches, feeds_file, expected_file, rtol, atol",
+@pytest.mark.parametrize("folder, fetches, feeds_file, expected_file, rtol, atol, may_interpret",
                          [*_tf_runs(), *_tf2_runs(), *_functional_runs()])
-def test_fixture_matches_tensorflow_with_jit(folder, fetches, feeds_file, expected_file, rtol, atol):
+def test_fixture_matches_tensorflow_with_jit(folder, fetches, feeds_file, expected_file, rtol, atol, may_interpret):
     graph = from_graphdef(graph_io.load_graphdef(str(folder / "graph.pb")), folder.name)
     feeds = _load(folder / feeds_file)
     expected = _load(folder / expected_file)
@@ -90,8 +96,8 @@ def test_fixture_matches_tensorflow_with_jit(folder, fetches, feeds_file, expect
     for name, value in zip(fetches, result.values):
         key = name if name in expected else name.removesuffix(":0")
         assert_matches(name, value, expected[key], rtol, atol)
-    failed = [c for c in session.jit_report.clusters if c.program.failure]
-    assert not failed, [c.program.failure for c in failed]
+    failed = [c.program.failure for c in session.jit_report.clusters if c.program.failure]
+    assert bool(failed) == may_interpret, failed
 
 
 SAMPLE_NAMES = sorted(p.stem for p in SAMPLES.glob("*.pb"))
@@ -115,12 +121,21 @@ def test_sample_graph_matches_the_interpreter_with_jit(name):
             np.testing.assert_array_equal(a, b, err_msg=fetch)
 
 
-@pytest.mark.parametrize("case, ops", [("tf2/tf2_while", {"StatelessWhile"}), ("functional/cond", {"If", "StatelessIf"})])
-def test_functional_control_flow_compiles_whole(case, ops):
-    """A loop or cond with supported bodies is compiled (one cluster holds it)."""
-    folder = FIXTURES / case
+def test_a_v1_dynamic_rnn_compiles_to_one_loop():
+    """The sample RNN (a v1 while frame writing TensorArrays) is functionalized and compiled whole:
+    one cluster holding the StatelessWhile and its TensorLists."""
+    graph = from_graphdef(graph_io.load_graphdef(str(SAMPLES / "rnn.pb")))
+    session = Session(graph, jit=True)
+    session.run(session.default_fetches(), _load(SAMPLES / "rnn.feeds.npz"))
+    clusters = session.jit_report.clusters
+    assert len(clusters) == 1 and "StatelessWhile" in clusters[0].program.ops, session.jit_report.lines()
+    assert not clusters[0].program.failure
+
+
+def test_a_functional_cond_compiles():
+    folder = FIXTURES / "functional" / "cond"
     spec = json.loads((folder / "case.json").read_text())
     session = Session(from_graphdef(graph_io.load_graphdef(str(folder / "graph.pb"))), jit=True)
     session.run(spec["fetches"], _load(folder / "feeds.npz"))
     compiled = {op for c in session.jit_report.clusters for op in c.program.ops}
-    assert compiled & ops, session.jit_report.lines()
+    assert compiled & {"If", "StatelessIf"}, session.jit_report.lines()

@@ -1,0 +1,232 @@
+"""JIT benchmarks (issue 15): step times of the interpreter, the JIT (`Session(jit=True)`) and,
+when it is available, TensorFlow; prints one table (not a pass/fail test).
+
+    .venv/bin/python tests/bench/bench_jit.py [--repeat N] [--only a b ...] [--tf-python PATH]
+
+(a) 6 parallel chains of 250 tiny elementwise nodes (per-node overhead);
+(b) a 1000-iteration while loop with a small body (per-iteration overhead);
+(c) a 4-layer 3x3 conv net, batch 8, 64x64x16;
+(d) 4 x [512x2048 @ 2048x2048] MLP;
+(e) the frozen Keras MobileNetV2 of tests/fixtures/tf2 and (f) the TF1 dynamic_rnn LSTM of
+    tests/fixtures/tf, with the JIT's first-run compile time;
+(g) MobileNetV2 in two new processes sharing a fresh persistent cache: `dftool run --jit` wall
+    time and compile time of the first (cold) and of the second (warm).
+
+Step times are medians of --repeat steps after warm-up steps, in the default environment (no BLAS
+pinning). TensorFlow (2 intra- and 2 inter-op threads) runs in a subprocess of --tf-python (default:
+/work/tfenv/bin/python when it exists); the tests never need it. On a shared machine compare the
+ratios within one run and repeat.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from graphtool import dtypes, graph_io  # noqa: E402
+from graphtool.builder import GraphBuilder  # noqa: E402
+from graphtool.exec.session import Session  # noqa: E402
+from graphtool.ir import from_graphdef, to_graphdef  # noqa: E402
+
+DEFAULT_TF = "/work/tfenv/bin/python"
+
+_TF_SCRIPT = r"""
+import json, statistics, sys, time
+import numpy as np
+import tensorflow as tf
+pb, feeds_path, fetches, repeat = sys.argv[1], sys.argv[2], sys.argv[3].split(","), int(sys.argv[4])
+graph_def = tf.compat.v1.GraphDef()
+graph_def.ParseFromString(open(pb, "rb").read())
+graph = tf.Graph()
+with graph.as_default():
+    tf.import_graph_def(graph_def, name="")
+config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=2, inter_op_parallelism_threads=2)
+session = tf.compat.v1.Session(graph=graph, config=config)
+with np.load(feeds_path) as archive:
+    feeds = {(k if ":" in k else k + ":0"): archive[k] for k in archive.files}
+fetches = [f if ":" in f else f + ":0" for f in fetches]
+for _ in range(3):
+    session.run(fetches, feeds)
+times = []
+for _ in range(repeat):
+    start = time.perf_counter()
+    session.run(fetches, feeds)
+    times.append(time.perf_counter() - start)
+print(json.dumps({"median": statistics.median(times)}))
+"""
+
+
+def median_step(fn, repeat: int, warmup: int = 3) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+class Case:
+    def __init__(self, name, graph, fetches, feeds, tf_ok=True):
+        self.name, self.graph, self.fetches, self.feeds, self.tf_ok = name, graph, fetches, feeds, tf_ok
+
+
+# --- graphs -----------------------------------------------------------------------------------------
+
+def chains():
+    b = GraphBuilder()
+    x = b.placeholder(dtypes.float32, [4], name="x")
+    one = b.const(np.float32(1.0001), name="one")
+    ends = []
+    for c in range(6):
+        y = x
+        for k in range(250):
+            y = b.op("Mul" if k % 2 else "AddV2", [y, one], name=f"c{c}/n{k}")
+        ends.append(y.name)
+    return Case("(a) 6 x 250 tiny nodes", b.graph, ends, {"x": np.ones(4, np.float32)})
+
+
+def loop():
+    b = GraphBuilder()
+    _, acc = b.while_loop(lambda i, a: b.less(i, 1000), lambda i, a: [b.add(i, 1), b.mul(a, 1.0001)],
+                          [b.const(0), b.const(np.float32(1.0))], name="loop")
+    b.identity(acc, name="result")
+    return Case("(b) 1000-iteration while loop", b.graph, ["result"], {})
+
+
+def convnet():
+    rng = np.random.default_rng(2)
+    b = GraphBuilder()
+    h = b.placeholder(dtypes.float32, [8, 64, 64, 16], name="x")
+    for k in range(4):
+        f = rng.standard_normal((3, 3, 16, 16), dtype=np.float32) / 12
+        h = b.conv2d(h, b.const(f, name=f"filter{k}"), strides=[1, 1, 1, 1], padding="SAME", name=f"conv{k}")
+    return Case("(c) 4-layer 3x3 conv net, b8 64x64", b.graph, [h.name],
+                {"x": rng.standard_normal((8, 64, 64, 16), dtype=np.float32)})
+
+
+def mlp():
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    h = b.placeholder(dtypes.float32, [512, 2048], name="x")
+    for k in range(4):
+        w = rng.standard_normal((2048, 2048), dtype=np.float32) * 0.02
+        h = b.matmul(h, b.const(w, name=f"w{k}"), name=f"layer{k}")
+    return Case("(d) 4 x [512x2048 @ 2048x2048]", b.graph, [h.name],
+                {"x": rng.standard_normal((512, 2048), dtype=np.float32)})
+
+
+def _fixture(name, folder):
+    spec = json.loads((folder / "case.json").read_text())
+    graph = from_graphdef(graph_io.load_graphdef(str(folder / "graph.pb")))
+    with np.load(folder / "feeds.npz") as archive:
+        feeds = {k: archive[k] for k in archive.files}
+    return Case(name, graph, spec["fetches"], feeds)
+
+
+def mobilenet():
+    return _fixture("(e) frozen Keras MobileNetV2", ROOT / "tests/fixtures/tf2/keras_mobilenet_v2")
+
+
+def lstm():
+    return _fixture("(f) TF1 dynamic_rnn LSTM", ROOT / "tests/fixtures/tf/dynamic_lstm")
+
+
+# --- measuring -------------------------------------------------------------------------------------
+
+def measure(case: Case, repeat: int, tf_python: str | None) -> dict:
+    row = {"name": case.name}
+    interp = Session(case.graph, jit=False)
+    row["interp"] = median_step(lambda: interp.run(case.fetches, case.feeds), repeat)
+    jit = Session(case.graph, jit=True)
+    start = time.perf_counter()
+    jit.run(case.fetches, case.feeds)
+    row["first_run"] = time.perf_counter() - start
+    row["compile"] = jit.jit_report.compile_seconds
+    row["jit"] = median_step(lambda: jit.run(case.fetches, case.feeds), repeat)
+    row["clusters"] = f"{len(jit.jit_report.clusters)} cl, {jit.jit_report.compiled_nodes}/" \
+                      f"{jit.jit_report.compiled_nodes + len(jit.jit_report.left_out)} nodes"
+    if tf_python and case.tf_ok:
+        row["tf"] = run_tf(case, repeat, tf_python)
+    return row
+
+
+def run_tf(case: Case, repeat: int, tf_python: str) -> float | None:
+    with tempfile.TemporaryDirectory() as tmp:
+        pb, feeds = os.path.join(tmp, "graph.pb"), os.path.join(tmp, "feeds.npz")
+        graph_io.save_graphdef(to_graphdef(case.graph), pb)
+        np.savez(feeds, **{k.split(":")[0]: v for k, v in case.feeds.items()})
+        proc = subprocess.run([tf_python, "-c", _TF_SCRIPT, pb, feeds, ",".join(case.fetches), str(repeat)],
+                              capture_output=True, text=True, timeout=900,
+                              env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""})
+        if proc.returncode != 0:
+            print(f"TensorFlow failed on {case.name}: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+            return None
+        return json.loads(proc.stdout.strip().splitlines()[-1])["median"]
+
+
+def warm_cache_processes() -> list[str]:
+    """MobileNetV2 through `dftool run --jit` in two new processes sharing a fresh cache."""
+    folder = ROOT / "tests/fixtures/tf2/keras_mobilenet_v2"
+    lines = []
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "DFTOOL_JIT_CACHE": cache}
+        for label in ("cold cache", "warm cache"):
+            start = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "cli.main", "run", str(folder / "graph.pb"), "--feeds",
+                                   str(folder / "feeds.npz"), "--jit", "--json"], capture_output=True, text=True,
+                                  cwd=ROOT, env=env, timeout=900)
+            wall = time.perf_counter() - start
+            if proc.returncode != 0:
+                lines.append(f"{label}: failed: {proc.stderr.strip()[-300:]}")
+                continue
+            jit = json.loads(proc.stdout)["jit"]
+            compile_s = sum(c["compile_seconds"] for c in jit["clusters"])
+            lines.append(f"(g) MobileNetV2 `dftool run --jit`, {label}: process {wall:.2f} s, compile {compile_s:.2f} s, "
+                         f"persistent cache hits {jit['persistent_cache']['hits']}, misses {jit['persistent_cache']['misses']}")
+    return lines
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value * 1e3:.3f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--only", nargs="*", help="subset of a b c d e f g")
+    parser.add_argument("--tf-python", default=DEFAULT_TF if os.path.exists(DEFAULT_TF) else None,
+                        help="a Python with TensorFlow for the TF column ('' for none)")
+    args = parser.parse_args()
+    benches = {"a": chains, "b": loop, "c": convnet, "d": mlp, "e": mobilenet, "f": lstm}
+    wanted = args.only or [*benches, "g"]
+    print(f"{'benchmark':36} {'interp ms':>10} {'jit ms':>10} {'tf ms':>10} {'jit/tf':>7} {'interp/jit':>10} "
+          f"{'compile s':>9}  clusters")
+    for key in wanted:
+        if key not in benches:
+            continue
+        row = measure(benches[key](), args.repeat, args.tf_python or None)
+        tf = row.get("tf")
+        ratio = f"{row['jit'] / tf:.2f}x" if tf else "-"
+        print(f"{row['name']:36} {_ms(row['interp']):>10} {_ms(row['jit']):>10} {_ms(tf):>10} {ratio:>7} "
+              f"{row['interp'] / row['jit']:>9.1f}x {row['compile']:>9.2f}  {row['clusters']}", flush=True)
+    if "g" in wanted:
+        for line in warm_cache_processes():
+            print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
