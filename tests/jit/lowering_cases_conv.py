@@ -86,3 +86,7 @@ for op in ("MaxPool", "AvgPool"):
 CASES.append(("MaxPool", [np.full((1, 4, 4, 1), -np.inf, F32)],
               {"ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": "VALID",
                "explicit_paddings": []}))
+# A grouped Conv2D with one input channel per group (the depthwise path of the Conv2D lowering).
+CASES += [("Conv2D", [image(2, 6, 7, 3), floats(3, 3, 1, 6)], conv_attrs("SAME", strides=(2, 1)), CONV_RTOL),
+          ("Conv2D", [image(1, 6, 7, 4, "NCHW"), floats(2, 2, 1, 4)], conv_attrs("VALID", data_format="NCHW"),
+           CONV_RTOL)]

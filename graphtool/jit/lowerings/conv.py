@@ -100,13 +100,22 @@ def _conv(ctx, lhs, rhs, geometry: ConvGeometry, groups: int):
 
 # --- Conv2D ---------------------------------------------------------------------------------
 
-# Conv2D: XLA's convolution, measured against the interpreter's kernel (im2col + BLAS) on 2
-# busy cores (medians, ms; XLA / interpreter): see bench_lowerings.py and the report of issue 15.
+# Conv2D: XLA's convolution. Medians in ms on 2 busy cores (bench_lowerings.py; interpreter /
+# lax.conv_general_dilated / im2col patches @ matmul in jnp):
+#   8x64x64x16 3x3->16: 13.0 / 6.2 / 39.1     1x224x224x3 3x3/2->32: 8.0 / 2.1 / 2.4
+#   1x56x56x96 1x1->96:  8.0 / 0.80 / 0.70    1x14x14x256 3x3->256: 52.0 / 2.8 / 7.3
+# im2col only ties on pointwise convolutions, so XLA's convolution everywhere. A grouped Conv2D
+# with one input channel per group is a depthwise convolution and takes that path (below).
 @lowering("Conv2D", supports=conv_supported)
 def conv2d(ctx, image, filt):
     geometry = ConvGeometry(ctx, image.shape, filt.shape[:2])
     in_depth = _batch_and_channel(image.shape, geometry.data_format)[1]
-    return _conv(ctx, image, filt, geometry, in_depth // filt.shape[2])
+    kh, kw, filter_depth, out_depth = filt.shape
+    if filter_depth == 1 and in_depth > 1 and out_depth % in_depth == 0:
+        depthwise = filt.reshape(kh, kw, in_depth, out_depth // in_depth)
+        result = depthwise_taps(ctx, _to_nhwc(ctx, image, geometry.data_format), depthwise, geometry)
+        return _from_nhwc(ctx, result, geometry.data_format)
+    return _conv(ctx, image, filt, geometry, in_depth // filter_depth)
 
 
 # --- DepthwiseConv2dNative ------------------------------------------------------------------
@@ -135,9 +144,13 @@ def depthwise_taps(ctx, image_nhwc, filt, geometry: ConvGeometry):
     return total
 
 
-# Depthwise 3x3 (+ 1x1 pointwise Conv2D) on 1x56x56x96, float32, ms (bench_lowerings.py; issue 15
-# measured 6.9 grouped, 0.6 shifted, TensorFlow 1.1): see the table in the comment of
-# DEPTHWISE_MEASURED below.
+# Medians in ms on 2 busy cores, two runs (bench_lowerings.py; interpreter / shifted multiply-adds /
+# XLA grouped convolution):
+#   depthwise 3x3 + pointwise 1x1, 1x56x56x96 (issue 15: 6.9 grouped, 0.6 shifted, TF 1.1):
+#                                      16.0 / 1.4-3.6 / 17.3-25.0
+#   1x112x112x32 3x3/2:                1.40 / 0.72 / 15.1
+#   1x28x28x240 5x5:                   3.41 / 0.96 / 43.0
+#   4x32x32x16 3x3, multiplier 4:      8.41 / 0.69 / 7.96
 @lowering("DepthwiseConv2dNative", supports=conv_supported)
 def depthwise_conv2d(ctx, image, filt):
     geometry = ConvGeometry(ctx, image.shape, filt.shape[:2])
