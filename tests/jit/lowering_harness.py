@@ -51,7 +51,7 @@ def run_lowering(node, arrays):
     assert reason is None, reason
     out_dtypes = [d.base.numpy for d in node.spec.output_dtypes(node)]
     ctx = registry.LowerContext(node, out_dtypes, jnp, jax.lax)
-    static = set(lowering.static_inputs)
+    static = {slot % len(arrays) for slot in lowering.static_inputs}   # negative: from the end
     traced_positions = [i for i in range(len(arrays)) if i not in static]
 
     def compiled(*traced):

@@ -1,2 +1,2 @@
 """Imports every family module of lowerings (each registers itself on import)."""
-from . import conv, math, nn, pool, reduce  # noqa: F401
+from . import array, array_index, conv, math, nn, pool, reduce  # noqa: F401
