@@ -35,7 +35,7 @@ def _pool_supported(node) -> str | None:
             return f"{node.op} with {name}={values} (pooling beyond the spatial dims) has no lowering"
     if node.attr("padding") == "EXPLICIT" and len(node.attr("explicit_paddings", []) or []) != 8:
         return f"{node.op}: explicit_paddings must hold 8 values"
-    dtype = node.spec.input_dtypes(node)[0].base.numpy
+    dtype = node.spec.output_dtypes(node)[0].base.numpy
     return None if dtype.kind == "f" else f"{node.op} on {dtype} has no lowering"
 
 
