@@ -235,6 +235,7 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
     _drop_idle(graph, plumbing)
     report.converted[op] += 1
     report.functions += [funcs["then"], funcs["else"]]
+    report.nodes.append(cond.name)
 
 
 def _switches_on(node: Node, pred: TensorRef) -> bool:

@@ -90,6 +90,9 @@ def _loop_structure(frame) -> tuple[Node, list[_LoopVar], list[Node], set[Node]]
     machinery = {loop_cond, *frame.enters}
     for var in variables:
         machinery.update([var.merge, var.switch, var.next_iteration, *var.exits])
+    waiting = [n for n in machinery - set(frame.enters) if n.op not in NEXT_ITERATION_OPS and n.control_inputs]
+    if waiting:
+        raise Unconvertible(f"'{waiting[0].name}' ({waiting[0].op}) has control inputs")
     leftover = [n for n in frame.nodes if n.op in _LOOP_OPS and n not in machinery]
     if leftover:
         raise Unconvertible(f"'{leftover[0].name}' ({leftover[0].op}) belongs to no loop variable")
@@ -187,4 +190,5 @@ def _convert_frame(graph: Graph, frame, shapes: ShapeBook, report) -> None:
         graph.rename(node, name)
     report.converted[op] += 1
     report.functions += [cond_name, body_name]
+    report.nodes.append(loop.name)
 
