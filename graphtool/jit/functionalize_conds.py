@@ -34,12 +34,25 @@ def _is_cond_switch(node: Node) -> bool:
 
 
 def canonical_pred(ref: TensorRef) -> TensorRef:
-    """The tensor a predicate copies: Identities (tf.cond's pred_id) change neither its value nor
-    when it is alive, so Switches on p and on Identity(p) belong to one cond."""
+    """The tensor a predicate copies: an Identity (tf.cond's pred_id) does not change its value, so
+    Switches on p and on Identity(p) belong to one cond. (When the copies are alive is the branch
+    states' business; the If waits for the copies' control inputs, see _pred_controls.)"""
     seen = 0
-    while ref.node.op == "Identity" and len(ref.node.inputs) == 1 and not ref.node.control_inputs and seen < 1000:
+    while ref.node.op == "Identity" and len(ref.node.inputs) == 1 and seen < 1000:
         ref, seen = ref.node.inputs[0], seen + 1
     return ref
+
+
+def _pred_controls(switches: list[Node]) -> list[Node]:
+    """The control inputs along the Identity chains from the switches' predicates to the canonical
+    one: the If reads the canonical predicate, so it waits for those itself."""
+    found: dict[Node, None] = {}
+    for switch in switches:
+        ref, seen = switch.inputs[1], 0
+        while ref.node.op == "Identity" and len(ref.node.inputs) == 1 and seen < 1000:
+            found.update(dict.fromkeys(ref.node.control_inputs))
+            ref, seen = ref.node.inputs[0], seen + 1
+    return list(found)
 
 
 def _is_cond_merge(node: Node) -> bool:
@@ -195,6 +208,9 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
                 if not _switches_on(control, pred) and control not in extra_controls:
                     extra_controls.append(control)
 
+    readers = [*branch_nodes, *merges]
+    switches = [p for n in readers for p in n.input_nodes() if _switches_on(p, pred)]
+    extra_controls += [c for c in _pred_controls(switches) if c not in extra_controls]
     in_dtypes = [_dtype(r) for r in inputs]
     if any(d.is_ref for d in in_dtypes) or any(m.attr("T").is_ref for m in merges):
         raise Unconvertible("a ref-typed value crosses the cond")
@@ -213,9 +229,8 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
         retvals = [fw.add_retval(body, f"{label}_out_{k}",
                                  TensorRef(mapping[r.node], r.index) if r.node in mapping else arg_of[r], d, k)
                    for k, (r, d) in enumerate(zip(results, out_dtypes))]
-        effects = [mapping[n] for n in in_graph_order(graph, nodes) if not mapping[n].has_users and fw.is_stateful(n)]
         functionalize_conds(body, shapes, report, within=f"cond '{scope}' {label} branch")
-        effects = [n for n in effects if body.get(n.name) is n]
+        effects = fw.effect_nodes(body, retvals)
         name = fw.function_name(graph.library, f"{scope}_{label}")
         fdef = fw.add_function(graph.library, name, body, args, retvals, effects)
         funcs[label] = name

@@ -135,9 +135,11 @@ def _convert_frame(graph: Graph, frame, shapes: ShapeBook, report) -> None:
         raise Unconvertible(f"loop node '{kept[0].name}' is to be kept (fetched)")
     effects = [n for n in rest if fw.is_stateful(n)]
     body_nodes = needed | backward_closure(effects, inside.__contains__)
-    control_outputs = [n for n in in_graph_order(graph, body_nodes)
-                       if (n in effects and not any(u in body_nodes for u in n.consumers()))
-                       or any(n in v.next_iteration.control_inputs for v in variables)]
+    shared = [n for n in cond_nodes & body_nodes if fw.is_stateful(n)]
+    if shared:   # copied into both functions, it would run twice an iteration
+        raise Unconvertible(f"stateful node '{shared[0].name}' ({shared[0].op}) feeds both the condition and the body")
+    # What the next iteration waits for besides the values (a NextIteration's control inputs).
+    ordering = [c for v in variables for c in v.next_iteration.control_inputs if c in body_nodes]
 
     entries = [v.enter for v in variables] + invariants
     arg_dtypes = [e.attr("T") for e in entries]
@@ -165,7 +167,7 @@ def _convert_frame(graph: Graph, frame, shapes: ShapeBook, report) -> None:
         from .functionalize_conds import functionalize_conds
 
         functionalize_conds(body, shapes, report, within=f"loop '{frame.name}' {what}")
-        outputs = [mapping[n] for n in ctrl_out if body.get(mapping[n].name) is mapping[n]]
+        outputs = fw.effect_nodes(body, retvals, [mapping[n] for n in ctrl_out])
         name = fw.function_name(graph.library, f"{scope}_{what}")
         fdef = fw.add_function(graph.library, name, body, args, retvals, outputs)
         return name, fdef.signature.is_stateful
@@ -174,7 +176,7 @@ def _convert_frame(graph: Graph, frame, shapes: ShapeBook, report) -> None:
     cond_name, cond_stateful = build("cond", cond_nodes, [(pred, 0)], [])
     results = [(v.next_iteration.inputs[0], k) for k, v in enumerate(variables)]
     results += [(None, len(variables) + j) for j in range(len(invariants))]
-    body_name, body_stateful = build("body", body_nodes, results, control_outputs)
+    body_name, body_stateful = build("body", body_nodes, results, ordering)
     op = "While" if cond_stateful or body_stateful else "StatelessWhile"
     controls = list(dict.fromkeys(c for e in entries for c in e.control_inputs))
     attrs = {"T": arg_dtypes, "cond": NameAttrList(name=cond_name), "body": NameAttrList(name=body_name),

@@ -325,3 +325,48 @@ def test_a_graph_without_v1_control_flow_is_left_alone():
     report = functionalize(graph)
     assert not report.changed and not report.not_converted and report.summary() == "nothing to convert"
     assert to_graphdef(graph) == before
+
+
+def _random_program(b: GraphBuilder, rng, x, p, depth: int):
+    """A float32 [3] tensor computed from `x` through random nests of loops and conds (seeded)."""
+    choice = rng.integers(0, 6 if depth < 3 else 1)
+    if choice == 0:
+        return b.add(b.mul(x, float(rng.uniform(0.5, 1.5))), float(rng.uniform(-1, 1)))
+    if choice == 1:   # a cond on the fed predicate or on a value computed here
+        pred = p if rng.integers(0, 2) else b.less(b.op("Sum", [x, b.const([0])]), 0.0)
+        return b.cond(pred, lambda: _random_program(b, rng, x, p, depth + 1),
+                      lambda: _random_program(b, rng, b.tanh(x), p, depth + 1))
+    if choice == 2:   # a loop carrying a counter and the value, reading x as an invariant
+        trips = int(rng.integers(0, 4))
+
+        def body(i, v):
+            return b.add(i, 1), b.add(b.mul(_random_program(b, rng, v, p, depth + 1), 0.5), x)
+        return b.while_loop(lambda i, v: b.less(i, trips), body, [0, x])[1]
+    if choice == 3:   # two results of one cond, one passed through, one a constant
+        y, z = b.cond(p, lambda: (b.tanh(x), _random_program(b, rng, x, p, depth + 1)),
+                      lambda: (x, b.const([1.0, 2.0, 3.0])))
+        return b.add(y, z)
+    if choice == 4:   # a TensorArray the loop fills, stacked and summed afterwards
+        def fill(i, ta):
+            return b.add(i, 1), ta.write(i, _random_program(b, rng, b.mul(x, b.cast(i, "float32")), p, depth + 1))
+        _, ta = b.while_loop(lambda i, ta: b.less(i, 3), fill, [0, b.tensor_array("float32", 3)])
+        return b.op("Sum", [ta.stack(), b.const([0])])
+    # a loop whose condition reads a value it computes, with a cond deciding the step
+    def step(i, v):
+        up = b.cond(b.less(b.op("Sum", [v, b.const([0])]), 5.0), lambda: b.add(i, 1), lambda: b.add(i, 2))
+        return up, _random_program(b, rng, b.add(v, 1.0), p, depth + 1)
+    return b.while_loop(lambda i, v: b.less(i, 4), step, [0, x])[1]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_nests_of_loops_and_conds(seed):
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder()
+    x = b.placeholder("float32", [3], name="x")
+    p = b.placeholder("bool", [], name="p")
+    out = b.identity(_random_program(b, rng, x, p, 0), name="out")
+    feeds = [{"x": np.array(v, np.float32), "p": np.bool_(q)}
+             for v, q in (([0.3, -1.2, 2.0], True), ([-0.7, 0.1, -0.4], False))]
+    graph, report = _check(b.graph, [out.name], feeds)
+    assert not report.not_converted, report.to_json()
+    assert not V1_OPS & graph.ops()
