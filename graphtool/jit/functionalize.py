@@ -65,15 +65,21 @@ class FunctionalizeReport:
     @contextlib.contextmanager
     def transaction(self, graph: Graph):
         """Undo what a failed conversion added to the report and the library (the graph itself is
-        only changed once a conversion cannot fail any more)."""
+        only changed once a conversion cannot fail any more). A structure the analysis trips over
+        in an unforeseen way is left as it is too (a JIT must never refuse a graph), as long as the
+        graph is still valid."""
         functions = len(graph.library.function)
         saved = (copy.copy(self.converted), list(self.functions), list(self.nodes), list(self.not_converted))
         try:
             yield
-        except Unconvertible:
+        except Exception as exc:
             del graph.library.function[functions:]
             self.converted, self.functions, self.nodes, self.not_converted = saved
-            raise
+            if isinstance(exc, Unconvertible):
+                raise
+            if graph.problems():
+                raise
+            raise Unconvertible(f"not understood ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from exc
 
 
 def has_v1_control_flow(graph: Graph) -> bool:

@@ -39,7 +39,9 @@ class _LoopVar:
 
 
 def functionalize_loops(graph: Graph, shapes: ShapeBook, report) -> None:
-    """Turn every convertible while frame of `graph` into a While node, innermost first."""
+    """Turn every convertible while frame of `graph` into a While node, innermost first: each
+    sweep converts the frames holding no other loop (they share no node, so one frame analysis
+    serves them all); their parents are innermost in the next sweep."""
     failed: set[str] = set()
     while True:
         info = graph.frames()
@@ -49,18 +51,18 @@ def functionalize_loops(graph: Graph, shapes: ShapeBook, report) -> None:
         loops = [f for f in info.loops if f.name not in failed]
         if not loops:
             return
-        # Innermost first: a frame whose children are all converted (or one that failed: its parent
-        # then fails too, holding a v1 loop).
-        frame = max(loops, key=lambda f: f.depth)
-        blocked = [c for c in info.loops if c.parent is frame and c.name in failed]
-        try:
-            if blocked:
-                raise Unconvertible(f"it holds loop '{blocked[0].name}', which could not be converted")
-            with report.transaction(graph):
-                _convert_frame(graph, frame, shapes, report)
-        except Unconvertible as exc:
-            failed.add(frame.name)
-            report.refuse("while loop", frame.name, str(exc))
+        parents = {f.parent for f in loops}
+        for frame in [f for f in loops if f not in parents]:
+            # A child left as v1 (it failed) blocks its parent: the parent holds a v1 loop.
+            blocked = [c for c in info.loops if c.parent is frame and c.name in failed]
+            try:
+                if blocked:
+                    raise Unconvertible(f"it holds loop '{blocked[0].name}', which could not be converted")
+                with report.transaction(graph):
+                    _convert_frame(graph, frame, shapes, report)
+            except Unconvertible as exc:
+                failed.add(frame.name)
+                report.refuse("while loop", frame.name, str(exc))
 
 
 def _loop_structure(frame) -> tuple[Node, list[_LoopVar], list[Node], set[Node]]:
