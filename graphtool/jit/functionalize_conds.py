@@ -128,20 +128,23 @@ def functionalize_conds(graph: Graph, shapes: ShapeBook, report, within: str = "
         # Innermost first (the longest outer state); conds a sweep converts change no other
         # node's state, so one sweep converts every group whose Merges do not wait for another's.
         progress = False
-        for (pred, outer), merges in sorted(groups.items(), key=lambda item: -len(item[0][1])):
-            merges = _independent([m for m in merges if graph.get(m.name) is m and m.name not in failed])
-            if not merges:
-                continue
-            progress = True   # converted, or failed for good: either way the next sweep has less to do
-            try:
-                with report.transaction(graph):
-                    made = _convert(graph, pred, outer, merges, states, shapes, report)
-            except Unconvertible as exc:
-                failed.update(m.name for m in merges)
-                report.refuse("cond", merges[0].name + where, str(exc))
-                continue
-            for node in made:
-                states.learn(node)
+        for (pred, outer), group in sorted(groups.items(), key=lambda item: -len(item[0][1])):
+            # A group's Merges that wait for another of its Merges (conds in a row on one predicate,
+            # a gradient cond reading the forward one) become Ifs of their own, one layer at a time.
+            while True:
+                merges = _independent([m for m in group if graph.get(m.name) is m and m.name not in failed])
+                if not merges:
+                    break
+                progress = True   # converted, or failed for good: either way the next sweep has less to do
+                try:
+                    with report.transaction(graph):
+                        made = _convert(graph, pred, outer, merges, states, shapes, report)
+                except Unconvertible as exc:
+                    failed.update(m.name for m in merges)
+                    report.refuse("cond", merges[0].name + where, str(exc))
+                    continue
+                for node in made:
+                    states.learn(node)
         if not progress:
             return
 
