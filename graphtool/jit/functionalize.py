@@ -42,6 +42,7 @@ class FunctionalizeReport:
     converted: Counter = field(default_factory=Counter)   # new op (or 'TensorArray') -> how many
     not_converted: list[Refusal] = field(default_factory=list)
     functions: list[str] = field(default_factory=list)     # library functions added
+    nodes: list[str] = field(default_factory=list)         # the While / If nodes made, outermost last
     keep: frozenset = frozenset()                          # node names that must survive
 
     @property
@@ -58,21 +59,27 @@ class FunctionalizeReport:
         return "; ".join(p for p in (done, left) if p) or "nothing to convert"
 
     def to_json(self) -> dict:
-        return {"converted": dict(self.converted), "functions": list(self.functions),
+        return {"converted": dict(self.converted), "functions": list(self.functions), "nodes": list(self.nodes),
                 "not_converted": [{"kind": r.kind, "name": r.name, "reason": r.reason} for r in self.not_converted]}
 
     @contextlib.contextmanager
     def transaction(self, graph: Graph):
         """Undo what a failed conversion added to the report and the library (the graph itself is
-        only changed once a conversion cannot fail any more)."""
+        only changed once a conversion cannot fail any more). A structure the analysis trips over
+        in an unforeseen way is left as it is too (a JIT must never refuse a graph), as long as the
+        graph is still valid."""
         functions = len(graph.library.function)
-        saved = (copy.copy(self.converted), list(self.functions), list(self.not_converted))
+        saved = (copy.copy(self.converted), list(self.functions), list(self.nodes), list(self.not_converted))
         try:
             yield
-        except Unconvertible:
+        except Exception as exc:
             del graph.library.function[functions:]
-            self.converted, self.functions, self.not_converted = saved
-            raise
+            self.converted, self.functions, self.nodes, self.not_converted = saved
+            if isinstance(exc, Unconvertible):
+                raise
+            if graph.problems():
+                raise
+            raise Unconvertible(f"not understood ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from exc
 
 
 def has_v1_control_flow(graph: Graph) -> bool:

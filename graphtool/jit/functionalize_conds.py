@@ -34,12 +34,25 @@ def _is_cond_switch(node: Node) -> bool:
 
 
 def canonical_pred(ref: TensorRef) -> TensorRef:
-    """The tensor a predicate copies: Identities (tf.cond's pred_id) change neither its value nor
-    when it is alive, so Switches on p and on Identity(p) belong to one cond."""
+    """The tensor a predicate copies: an Identity (tf.cond's pred_id) does not change its value, so
+    Switches on p and on Identity(p) belong to one cond. (When the copies are alive is the branch
+    states' business; the If waits for the copies' control inputs, see _pred_controls.)"""
     seen = 0
-    while ref.node.op == "Identity" and len(ref.node.inputs) == 1 and not ref.node.control_inputs and seen < 1000:
+    while ref.node.op == "Identity" and len(ref.node.inputs) == 1 and seen < 1000:
         ref, seen = ref.node.inputs[0], seen + 1
     return ref
+
+
+def _pred_controls(switches: list[Node]) -> list[Node]:
+    """The control inputs along the Identity chains from the switches' predicates to the canonical
+    one: the If reads the canonical predicate, so it waits for those itself."""
+    found: dict[Node, None] = {}
+    for switch in switches:
+        ref, seen = switch.inputs[1], 0
+        while ref.node.op == "Identity" and len(ref.node.inputs) == 1 and seen < 1000:
+            found.update(dict.fromkeys(ref.node.control_inputs))
+            ref, seen = ref.node.inputs[0], seen + 1
+    return list(found)
 
 
 def _is_cond_merge(node: Node) -> bool:
@@ -53,16 +66,24 @@ class _States:
     def __init__(self, graph: Graph):
         self.of: dict[Node, frozenset] = {}
         self.closes: dict[Node, tuple[TensorRef, frozenset] | str] = {}   # Merge -> (p, outer) or why not
+        self.sinks: dict[tuple, list[Node]] = defaultdict(list)   # (p, side) -> nodes nothing uses
         for node in graph.topological_order():
-            state = frozenset()
-            if _is_cond_merge(node):
-                state = self._merge(node)
-            else:
-                for ref in node.inputs:
-                    state |= self.out(ref)
-            for control in node.control_inputs:
-                state |= self.of.get(control, frozenset())
-            self.of[node] = state
+            self.learn(node)
+
+    def learn(self, node: Node) -> None:
+        """The state of `node` from its inputs' (new nodes are learnt after a conversion)."""
+        state = frozenset()
+        if _is_cond_merge(node):
+            state = self._merge(node)
+        else:
+            for ref in node.inputs:
+                state |= self.out(ref)
+        for control in node.control_inputs:
+            state |= self.of.get(control, frozenset())
+        self.of[node] = state
+        if not node.has_users:
+            for key in state:
+                self.sinks[key].append(node)
 
     def out(self, ref: TensorRef) -> frozenset:
         state = self.of.get(ref.node, frozenset())   # back edges (NextIteration) are not seen yet
@@ -104,16 +125,28 @@ def functionalize_conds(graph: Graph, shapes: ShapeBook, report, within: str = "
                 report.refuse("cond", merge.name + where, closes)
                 continue
             groups[closes].append(merge)
-        if not groups:
+        # Innermost first (the longest outer state); conds a sweep converts change no other
+        # node's state, so one sweep converts every group whose Merges do not wait for another's.
+        progress = False
+        for (pred, outer), group in sorted(groups.items(), key=lambda item: -len(item[0][1])):
+            # A group's Merges that wait for another of its Merges (conds in a row on one predicate,
+            # a gradient cond reading the forward one) become Ifs of their own, one layer at a time.
+            while True:
+                merges = _independent([m for m in group if graph.get(m.name) is m and m.name not in failed])
+                if not merges:
+                    break
+                progress = True   # converted, or failed for good: either way the next sweep has less to do
+                try:
+                    with report.transaction(graph):
+                        made = _convert(graph, pred, outer, merges, states, shapes, report)
+                except Unconvertible as exc:
+                    failed.update(m.name for m in merges)
+                    report.refuse("cond", merges[0].name + where, str(exc))
+                    continue
+                for node in made:
+                    states.learn(node)
+        if not progress:
             return
-        (pred, outer), merges = max(groups.items(), key=lambda item: len(item[0][1]))
-        merges = _independent(merges)
-        try:
-            with report.transaction(graph):
-                _convert(graph, pred, outer, merges, states, shapes, report)
-        except Unconvertible as exc:
-            failed.update(m.name for m in merges)
-            report.refuse("cond", merges[0].name + where, str(exc))
 
 
 def _independent(merges: list[Node]) -> list[Node]:
@@ -144,7 +177,7 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
         in_branch = (lambda n, key=key: key in states.of[n] and not _switches_on(n, pred))
         # Besides what the Merges read: what the branch runs for its effect, and values nothing
         # reads (gone with the branch, unless the caller keeps them: then the cond stays).
-        sinks = [n for n in graph.nodes if not n.has_users and in_branch(n)]
+        sinks = [n for n in states.sinks[key] if graph.get(n.name) is n and not n.has_users and in_branch(n)]
         nodes = backward_closure([r.node for r in results] + sinks, in_branch)
         kept = [n for n in nodes if n.name in report.keep]
         if kept:
@@ -195,6 +228,9 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
                 if not _switches_on(control, pred) and control not in extra_controls:
                     extra_controls.append(control)
 
+    readers = [*branch_nodes, *merges]
+    switches = [p for n in readers for p in n.input_nodes() if _switches_on(p, pred)]
+    extra_controls += [c for c in _pred_controls(switches) if c not in extra_controls]
     in_dtypes = [_dtype(r) for r in inputs]
     if any(d.is_ref for d in in_dtypes) or any(m.attr("T").is_ref for m in merges):
         raise Unconvertible("a ref-typed value crosses the cond")
@@ -213,9 +249,8 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
         retvals = [fw.add_retval(body, f"{label}_out_{k}",
                                  TensorRef(mapping[r.node], r.index) if r.node in mapping else arg_of[r], d, k)
                    for k, (r, d) in enumerate(zip(results, out_dtypes))]
-        effects = [mapping[n] for n in in_graph_order(graph, nodes) if not mapping[n].has_users and fw.is_stateful(n)]
         functionalize_conds(body, shapes, report, within=f"cond '{scope}' {label} branch")
-        effects = [n for n in effects if body.get(n.name) is n]
+        effects = fw.effect_nodes(body, retvals)
         name = fw.function_name(graph.library, f"{scope}_{label}")
         fdef = fw.add_function(graph.library, name, body, args, retvals, effects)
         funcs[label] = name
@@ -227,7 +262,7 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
         attrs["output_shapes"] = out_shapes
     cond = graph.add_node(op, graph.unique_name(f"{scope}/functional_if"), inputs=[pred, *inputs],
                           control_inputs=extra_controls, attrs=attrs, device=merges[0].device)
-    plumbing = [n for n in graph.nodes if n.has_users and _is_plumbing(n, pred)]
+    plumbing = _plumbing(switches)
     stand_ins = [(stand_in(graph, m, cond.output(k), out_dtypes[k]), m.name) for k, m in enumerate(merges)]
     graph.remove_nodes(branch_nodes | closing)
     for node, name in stand_ins:
@@ -235,6 +270,8 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
     _drop_idle(graph, plumbing)
     report.converted[op] += 1
     report.functions += [funcs["then"], funcs["else"]]
+    report.nodes.append(cond.name)
+    return [cond, *(node for node, _ in stand_ins)]
 
 
 def _switches_on(node: Node, pred: TensorRef) -> bool:
@@ -252,13 +289,18 @@ def _dtype(ref: TensorRef):
     return spec.output_dtypes(ref.node)[ref.index]
 
 
-def _is_plumbing(node: Node, pred: TensorRef) -> bool:
-    """A Switch on `pred`, a pivot (Identity of one), or an Identity copying `pred` (pred_id)."""
-    if _switches_on(node, pred):
-        return True
-    if node.op != "Identity" or len(node.inputs) != 1:
-        return False
-    return _switches_on(node.inputs[0].node, pred) or canonical_pred(node.output(0)) == pred
+def _plumbing(switches: list[Node]) -> list[Node]:
+    """The cond's Switches, their pivots (Identities of them) and the Identity chains (pred_id)
+    their predicates come through: what may lose its last user when the cond is converted."""
+    found: dict[Node, None] = {}
+    for switch in switches:
+        found[switch] = None
+        found.update((u, None) for u in switch.consumers() if u.op == "Identity")
+        ref, seen = switch.inputs[1], 0
+        while ref.node.op == "Identity" and len(ref.node.inputs) == 1 and seen < 1000:
+            found[ref.node] = None
+            ref, seen = ref.node.inputs[0], seen + 1
+    return [n for n in found if n.has_users]
 
 
 def _drop_idle(graph: Graph, plumbing: list[Node]) -> None:

@@ -39,7 +39,9 @@ class _LoopVar:
 
 
 def functionalize_loops(graph: Graph, shapes: ShapeBook, report) -> None:
-    """Turn every convertible while frame of `graph` into a While node, innermost first."""
+    """Turn every convertible while frame of `graph` into a While node, innermost first: each
+    sweep converts the frames holding no other loop (they share no node, so one frame analysis
+    serves them all); their parents are innermost in the next sweep."""
     failed: set[str] = set()
     while True:
         info = graph.frames()
@@ -49,18 +51,18 @@ def functionalize_loops(graph: Graph, shapes: ShapeBook, report) -> None:
         loops = [f for f in info.loops if f.name not in failed]
         if not loops:
             return
-        # Innermost first: a frame whose children are all converted (or one that failed: its parent
-        # then fails too, holding a v1 loop).
-        frame = max(loops, key=lambda f: f.depth)
-        blocked = [c for c in info.loops if c.parent is frame and c.name in failed]
-        try:
-            if blocked:
-                raise Unconvertible(f"it holds loop '{blocked[0].name}', which could not be converted")
-            with report.transaction(graph):
-                _convert_frame(graph, frame, shapes, report)
-        except Unconvertible as exc:
-            failed.add(frame.name)
-            report.refuse("while loop", frame.name, str(exc))
+        parents = {f.parent for f in loops}
+        for frame in [f for f in loops if f not in parents]:
+            # A child left as v1 (it failed) blocks its parent: the parent holds a v1 loop.
+            blocked = [c for c in info.loops if c.parent is frame and c.name in failed]
+            try:
+                if blocked:
+                    raise Unconvertible(f"it holds loop '{blocked[0].name}', which could not be converted")
+                with report.transaction(graph):
+                    _convert_frame(graph, frame, shapes, report)
+            except Unconvertible as exc:
+                failed.add(frame.name)
+                report.refuse("while loop", frame.name, str(exc))
 
 
 def _loop_structure(frame) -> tuple[Node, list[_LoopVar], list[Node], set[Node]]:
@@ -90,6 +92,9 @@ def _loop_structure(frame) -> tuple[Node, list[_LoopVar], list[Node], set[Node]]
     machinery = {loop_cond, *frame.enters}
     for var in variables:
         machinery.update([var.merge, var.switch, var.next_iteration, *var.exits])
+    waiting = [n for n in machinery - set(frame.enters) if n.op not in NEXT_ITERATION_OPS and n.control_inputs]
+    if waiting:
+        raise Unconvertible(f"'{waiting[0].name}' ({waiting[0].op}) has control inputs")
     leftover = [n for n in frame.nodes if n.op in _LOOP_OPS and n not in machinery]
     if leftover:
         raise Unconvertible(f"'{leftover[0].name}' ({leftover[0].op}) belongs to no loop variable")
@@ -132,9 +137,11 @@ def _convert_frame(graph: Graph, frame, shapes: ShapeBook, report) -> None:
         raise Unconvertible(f"loop node '{kept[0].name}' is to be kept (fetched)")
     effects = [n for n in rest if fw.is_stateful(n)]
     body_nodes = needed | backward_closure(effects, inside.__contains__)
-    control_outputs = [n for n in in_graph_order(graph, body_nodes)
-                       if (n in effects and not any(u in body_nodes for u in n.consumers()))
-                       or any(n in v.next_iteration.control_inputs for v in variables)]
+    shared = [n for n in cond_nodes & body_nodes if fw.is_stateful(n)]
+    if shared:   # copied into both functions, it would run twice an iteration
+        raise Unconvertible(f"stateful node '{shared[0].name}' ({shared[0].op}) feeds both the condition and the body")
+    # What the next iteration waits for besides the values (a NextIteration's control inputs).
+    ordering = [c for v in variables for c in v.next_iteration.control_inputs if c in body_nodes]
 
     entries = [v.enter for v in variables] + invariants
     arg_dtypes = [e.attr("T") for e in entries]
@@ -162,7 +169,7 @@ def _convert_frame(graph: Graph, frame, shapes: ShapeBook, report) -> None:
         from .functionalize_conds import functionalize_conds
 
         functionalize_conds(body, shapes, report, within=f"loop '{frame.name}' {what}")
-        outputs = [mapping[n] for n in ctrl_out if body.get(mapping[n].name) is mapping[n]]
+        outputs = fw.effect_nodes(body, retvals, [mapping[n] for n in ctrl_out])
         name = fw.function_name(graph.library, f"{scope}_{what}")
         fdef = fw.add_function(graph.library, name, body, args, retvals, outputs)
         return name, fdef.signature.is_stateful
@@ -171,7 +178,7 @@ def _convert_frame(graph: Graph, frame, shapes: ShapeBook, report) -> None:
     cond_name, cond_stateful = build("cond", cond_nodes, [(pred, 0)], [])
     results = [(v.next_iteration.inputs[0], k) for k, v in enumerate(variables)]
     results += [(None, len(variables) + j) for j in range(len(invariants))]
-    body_name, body_stateful = build("body", body_nodes, results, control_outputs)
+    body_name, body_stateful = build("body", body_nodes, results, ordering)
     op = "While" if cond_stateful or body_stateful else "StatelessWhile"
     controls = list(dict.fromkeys(c for e in entries for c in e.control_inputs))
     attrs = {"T": arg_dtypes, "cond": NameAttrList(name=cond_name), "body": NameAttrList(name=body_name),
@@ -187,4 +194,5 @@ def _convert_frame(graph: Graph, frame, shapes: ShapeBook, report) -> None:
         graph.rename(node, name)
     report.converted[op] += 1
     report.functions += [cond_name, body_name]
+    report.nodes.append(loop.name)
 

@@ -37,7 +37,8 @@ _SUPPORTED = frozenset(_FLOW_SLOT) | {"TensorArrayCloseV3"}
 def tensor_arrays_to_lists(graph: Graph, report, shapes=None) -> None:
     for array in [n for n in graph.nodes if n.op == "TensorArrayV3"]:
         try:
-            plan = _plan(array)
+            with report.transaction(graph):
+                plan = _plan(array)
         except Unconvertible as exc:
             report.refuse("TensorArray", array.name, str(exc))
             continue
