@@ -29,6 +29,7 @@ from .lowerings import registry
 # ones as zeros); others (ConcatV2's leading_dims, PushBack, ...) see set and unset elements differ.
 LIST_READERS = frozenset({"TensorListStack", "TensorListGather", "TensorListGetItem", "TensorListLength",
                           "TensorListElementShape"})
+STATIC_REASON = "known when compiling: copied into the clusters that read it"
 # A cluster must hold this many ops that do work (not FREE_OPS), or a control-flow op.
 MIN_CLUSTER_OPS = 2
 
@@ -48,6 +49,9 @@ def find_clusters(graph: Graph, default_device: str = "", fed: set[str] = frozen
     reasons = result.reasons
     for node in order:
         reason = cand.exclusion_reason(node, fed, targets, result.static)
+        if reason is None and node in result.static:
+            # Copied into every cluster that reads it (rewrite.py): clusters never merge through it.
+            reason = STATIC_REASON
         if reason is not None:
             reasons[node] = reason
     _exclude_variant_edges_to_interpreter(order, reasons)
@@ -104,6 +108,7 @@ def find_clusters(graph: Graph, default_device: str = "", fed: set[str] = frozen
                 members[a] |= members.pop(b)
                 forbidden[a] |= forbidden.pop(b)
 
+    _merge_independent(members, forbidden, cycles, root, key)
     for group in members.values():
         ordered = sorted(group, key=index.__getitem__)
         problem = _not_worth_it(ordered, min_ops, result.static) or _variant_boundary(group)
@@ -114,6 +119,27 @@ def find_clusters(graph: Graph, default_device: str = "", fed: set[str] = frozen
                 reasons[node] = problem
     result.clusters.sort(key=lambda c: index[c[0]])
     return result
+
+
+def _merge_independent(members, forbidden, cycles, root, key, tries: int = 8) -> None:
+    """Clusters of one device, frame and deadness with no path between them become one: a step
+    then makes one call instead of several (each call costs tens of microseconds)."""
+    by_key: dict = {}
+    for r in sorted(members):
+        by_key.setdefault(key(next(iter(members[r]))), []).append(r)
+    for roots in by_key.values():
+        targets: list[int] = []
+        for r in roots:
+            for t in targets[:tries]:
+                if members[t] & forbidden[r] or members[r] & forbidden[t]:
+                    continue
+                if cycles.merge_unconnected(t, r):
+                    root[r] = t
+                    members[t] |= members.pop(r)
+                    forbidden[t] |= forbidden.pop(r)
+                    break
+            else:
+                targets.append(r)
 
 
 def _producers(node: Node) -> list[Node]:
@@ -127,8 +153,8 @@ def _traced_static_producers(node: Node, static: set[Node]) -> set[Node]:
     lowering = registry.lookup(node.op)
     if lowering is None:
         return set()
-    return {node.inputs[slot].node for slot in lowering.static_inputs
-            if slot < len(node.inputs) and node.inputs[slot].node not in static}
+    return {node.inputs[slot].node for slot in registry.static_slots(lowering, len(node.inputs))
+            if node.inputs[slot].node not in static}
 
 
 def _output_dtype(ref) -> object:

@@ -97,16 +97,34 @@ def _functionalize(graph: Graph, keep: list[str]):
     return functionalize(graph, keep=keep) if has_v1_control_flow(graph) else None
 
 
+# Ops that only check: they fail the step or do nothing.
+CHECK_OPS = frozenset({"Assert"})
+
+
+def _detach_asserts(graph: Graph) -> None:
+    """Drop the control edges out of Asserts. An Assert still runs in the interpreter and still
+    fails the step; only nothing waits for it any more. Otherwise the shape checks TensorFlow
+    puts before a dynamic_rnn (Shape -> Equal -> Assert -> ^Identity) would cut every cluster
+    around them in two, as a path out of the cluster and back."""
+    for node in graph.nodes:
+        if node.op in CHECK_OPS:
+            for consumer in node.control_uses:
+                consumer.remove_control_input(node)
+
+
 def compile_graph(graph: Graph, default_device: str, fetches: set[tuple[str, int]], fed: set[str],
                   targets: set[str], lower_rest: bool = True) -> tuple[JitReport, dict[tuple[str, int], TensorRef]]:
     runtime.load()
     report = JitReport()
     report.functionalized = _functionalize(graph, [f"{name}:{port}" for name, port in fetches]
                                            + sorted(fed) + sorted(targets))
+    _detach_asserts(graph)
     clustering = find_clusters(graph, default_device, fed, targets)
     keep = {TensorRef(graph.get(name), port) for name, port in fetches if graph.get(name) is not None}
     report.left_out = {node.name: reason for node, reason in clustering.reasons.items()}
-    report.clusters, moved = rewrite_clusters(graph, clustering.clusters, clustering.static, keep)
+    protected = {name for name, _ in fetches} | set(fed) | set(targets)
+    report.clusters, moved = rewrite_clusters(graph, clustering.clusters, clustering.static, keep,
+                                              protected=protected)
     if lower_rest:
         from ..functions.lowering import lower_functional_ops, needs_lowering
 

@@ -79,6 +79,26 @@ class GraphCycles:
             assert ok, "contraction created a cycle"
         return True
 
+    def merge_unconnected(self, a: int, b: int) -> bool:
+        """Merge b into a when no path joins them either way (then no cycle can arise)."""
+        if self.is_reachable(a, b) or self.is_reachable(b, a):
+            return False
+        preds, succs = list(self.pred[b]), list(self.succ[b])
+        for p in preds:
+            self.succ[p].discard(b)
+        for s in succs:
+            self.pred[s].discard(b)
+        self.pred[b].clear()
+        self.succ[b].clear()
+        self.alive[b] = False
+        for p in preds:
+            ok = self.insert_edge(p, a)
+            assert ok, "merge created a cycle"
+        for s in succs:
+            ok = self.insert_edge(a, s)
+            assert ok, "merge created a cycle"
+        return True
+
     # --- Pearce-Kelly reordering ----------------------------------------------------------------
     def _forward(self, start: int, upper: int) -> list[int] | None:
         """Nodes reachable from start with rank below `upper`; None when one has rank == upper

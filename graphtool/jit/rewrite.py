@@ -30,24 +30,66 @@ class RewrittenCluster:
 
 
 def rewrite_clusters(graph: Graph, clusters: list[list[Node]], static: set[Node], keep: set[TensorRef],
-                     shapes=None) -> tuple[list[RewrittenCluster], dict[tuple[str, int], TensorRef]]:
+                     shapes=None, protected: set[str] = frozenset()
+                     ) -> tuple[list[RewrittenCluster], dict[tuple[str, int], TensorRef]]:
+    """Rewrite every cluster; then drop static nodes nothing reads any more (their values were
+    copied into the clusters), except the `protected` ones (fetched, fed, targets)."""
     shapes = shapes or infer_shapes(graph)
+    position = {node: i for i, node in enumerate(graph.topological_order())}
     moved: dict[tuple[str, int], TensorRef] = {}
     done = []
     for number, members in enumerate(clusters):
-        done.append(_rewrite_one(graph, members, static, keep, shapes, moved, number))
+        done.append(_rewrite_one(graph, members, static, keep, shapes, moved, number, position))
+    _drop_unread_static(graph, static, protected)
     return done, moved
 
 
-def _rewrite_one(graph, members, static, keep, shapes, moved, number) -> RewrittenCluster:
+def _drop_unread_static(graph: Graph, static: set[Node], protected: set[str]) -> None:
+    pending = [n for n in static if n.graph is graph and n.name in graph]
+    while pending:
+        node = pending.pop()
+        if node.name in protected or node.has_users or graph.get(node.name) is not node:
+            continue
+        producers = [p for p in node.input_nodes() if p in static]
+        graph.remove_node(node)
+        pending.extend(producers)
+
+
+def _small(shapes, node: Node) -> bool:
+    for ref in node.outputs:
+        count = shapes.shape(ref).num_elements() if shapes.shape(ref).rank is not None else None
+        if count is None or count > cand.MAX_EMBEDDED_CONST_ELEMENTS:
+            return False
+    return True
+
+
+def _static_copies(members: list[Node], group: set[Node], static: set[Node], shapes) -> list[Node]:
+    """Static producers (constants, shapes and what is computed from them) to copy into the body:
+    they become compile-time values instead of inputs, and clusters never merge through them. A
+    Shape of a tensor outside stays outside (its small value is a compile-time argument)."""
+    copied: set[Node] = set()
+    stack = [ref for node in members for ref in node.inputs]
+    while stack:
+        producer = stack.pop().node
+        if producer in group or producer in copied or producer not in static:
+            continue
+        if producer.op in cand.SHAPE_OPS and not all(r.node in group or r.node in copied for r in producer.inputs):
+            continue
+        if not _small(shapes, producer):
+            continue
+        copied.add(producer)
+        stack.extend(producer.inputs)
+    return list(copied)
+
+
+def _rewrite_one(graph, members, static, keep, shapes, moved, number, position) -> RewrittenCluster:
     group = set(members)
     # Constants still read outside stay there (a copy goes into the body).
     shared_consts = {n for n in members if n.op == "Const" and any(c not in group for c in n.consumers())}
-    inputs: list[TensorRef] = []
-    for node in members:
-        for ref in node.inputs:
-            if ref.node not in group and ref not in inputs:
-                inputs.append(ref)
+    copies = _static_copies(members, group, static, shapes)
+    inside = group | set(copies)
+    body_nodes = sorted(inside, key=position.__getitem__)
+    inputs = list(dict.fromkeys(ref for node in body_nodes for ref in node.inputs if ref.node not in inside))
     outputs: list[TensorRef] = []
     for node in members:
         if node in shared_consts:
@@ -65,14 +107,13 @@ def _rewrite_one(graph, members, static, keep, shapes, moved, number) -> Rewritt
         dtype = shapes.dtype(ref)
         placeholder = body.add_node("Placeholder", f"_jit_arg_{k}", attrs={"dtype": dtype.base})
         body_ref[ref] = placeholder.output(0)
-    for node in members:
-        copy = body.add_node(node.op, node.name, inputs=[body_ref[r] if r in body_ref else TensorRef(body.get(r.node.name), r.index)
-                                                         for r in node.inputs],
+    for node in body_nodes:
+        copy = body.add_node(node.op, node.name, inputs=[body_ref[r] for r in node.inputs],
                              attrs=dict(node.attrs), device=node.device)
         for port in range(node.num_outputs):
             body_ref[TensorRef(node, port)] = copy.output(port)
 
-    static_positions = _static_positions(members, group, static, inputs)
+    static_positions = _static_positions(members, inside, static, inputs)
     ops = [n.op for n in members]
     # A list passed out keeps its declared element shape (what TensorListElementShape answers).
     list_outputs = {k: _declared_element_shape(shapes, r) for k, r in enumerate(outputs)
@@ -128,7 +169,7 @@ def _static_positions(members, group, static, inputs) -> tuple[int, ...]:
     for node in members:
         lowering = registry.lookup(node.op)
         if lowering is not None:
-            stack.extend(node.inputs[s] for s in lowering.static_inputs if s < len(node.inputs))
+            stack.extend(node.inputs[s] for s in registry.static_slots(lowering, len(node.inputs)))
     while stack:
         ref = stack.pop()
         if ref in needed:

@@ -30,7 +30,13 @@ def evaluate(graph: Graph, env: dict[TensorRef, object], wanted: list[TensorRef]
     """The values of `wanted`, given the values in `env` (the graph's inputs)."""
     values = dict(env)
     for node in _needed_in_order(graph, wanted, env):
-        outputs = evaluate_node(node, [values[ref] for ref in node.inputs])
+        try:
+            outputs = evaluate_node(node, [values[ref] for ref in node.inputs])
+        except RuntimeFailure:
+            raise
+        except Exception as exc:   # the node that could not be traced, for the report
+            raise RuntimeFailure(f"node '{node.name}' ({node.op}): {type(exc).__name__}: "
+                                 f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}") from exc
         for port, value in enumerate(outputs):
             values[TensorRef(node, port)] = value
     return [values[ref] for ref in wanted]
@@ -66,7 +72,7 @@ def evaluate_node(node: Node, inputs: list) -> tuple:
     if lowering is None:
         raise RuntimeFailure(f"node '{node.name}' ({op}): no lowering to compile it with")
     jax = runtime.load()
-    static = set(lowering.static_inputs)
+    static = set(registry.static_slots(lowering, len(inputs)))
     args = []
     for slot, value in enumerate(inputs):
         if slot in static:

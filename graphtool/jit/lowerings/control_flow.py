@@ -33,12 +33,20 @@ def function_problem(library, func, caller: str, depth: int = 0) -> str | None:
         body = instantiate(library, func.name, dict(func.attr), caller)
     except Exception as exc:
         return f"function {func.name}: {exc}"
+    from . import registry
+
+    static = candidates.static_nodes(body.graph)
     for node in body.graph.nodes:
         if node.op in ("_Arg", "_Retval"):
             continue
-        reason = candidates.exclusion_reason(node, set(), set())
+        reason = candidates.exclusion_reason(node, set(), set(), static)
         if reason is not None:
             return f"function {func.name}: node '{node.name}': {reason}"
+        lowering = registry.lookup(node.op)
+        for slot in registry.static_slots(lowering, len(node.inputs)):
+            if node.inputs[slot].node not in static:
+                return (f"function {func.name}: node '{node.name}' ({node.op}): input {slot} must be known "
+                        f"when compiling but changes from call to call")
     return None
 
 

@@ -81,6 +81,19 @@ def all_lowerings() -> dict[str, LoweringDef]:
     return dict(_LOWERINGS)
 
 
+def static_slots(lowering: "LoweringDef | None", num_inputs: int) -> tuple[int, ...]:
+    """The input slots of a node that must be known when compiling (negative positions in
+    `static_inputs` count from the end, for ops with a variable number of inputs)."""
+    if lowering is None:
+        return ()
+    slots = []
+    for slot in lowering.static_inputs:
+        index = slot + num_inputs if slot < 0 else slot
+        if 0 <= index < num_inputs:
+            slots.append(index)
+    return tuple(slots)
+
+
 def why_not(node) -> str | None:
     """None when the node can be lowered, else the reason it stays in the interpreter."""
     lowering = lookup(node.op)
