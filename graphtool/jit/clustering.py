@@ -29,7 +29,6 @@ from .lowerings import registry
 # ones as zeros); others (ConcatV2's leading_dims, PushBack, ...) see set and unset elements differ.
 LIST_READERS = frozenset({"TensorListStack", "TensorListGather", "TensorListGetItem", "TensorListLength",
                           "TensorListElementShape"})
-STATIC_REASON = "known when compiling: copied into the clusters that read it"
 # A cluster must hold this many ops that do work (not FREE_OPS), or a control-flow op.
 MIN_CLUSTER_OPS = 2
 
@@ -49,9 +48,6 @@ def find_clusters(graph: Graph, default_device: str = "", fed: set[str] = frozen
     reasons = result.reasons
     for node in order:
         reason = cand.exclusion_reason(node, fed, targets, result.static)
-        if reason is None and node in result.static:
-            # Copied into every cluster that reads it (rewrite.py): clusters never merge through it.
-            reason = STATIC_REASON
         if reason is not None:
             reasons[node] = reason
     _exclude_variant_edges_to_interpreter(order, reasons)
