@@ -143,10 +143,14 @@ class ClusterProgram:
             inputs = [v for i, v in enumerate(inputs) if i not in static_set]
         else:
             statics = ()
-        # On the CPU jax.jit takes numpy arrays as they are (cheaper than a device_put first).
-        dynamic = inputs if jax_device.platform == "cpu" and device.xp is np \
-            else [runtime.to_jax(v, jax_device) for v in inputs]
+        # Where the CPU is JAX's default device, jax.jit takes numpy arrays as they are (cheaper
+        # than a device_put first); elsewhere inputs are put on the cluster's device, and a
+        # cluster without inputs runs there by default_device.
+        on_default = jax_device == runtime.default_device()
+        dynamic = inputs if on_default and device.xp is np else [runtime.to_jax(v, jax_device) for v in inputs]
         fn = self._jitted.get(statics) or self._function(statics)
+        if not on_default:
+            fn = partial(runtime.call_on, jax_device, fn)
         signature = (statics, *[(a.shape, a.dtype) for a in dynamic])
         self.calls += 1
         if signature in self._signatures:

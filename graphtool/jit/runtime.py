@@ -121,6 +121,22 @@ def jax_device(device):
     return jax.devices("cpu")[0]
 
 
+def default_device():
+    """The device JAX runs a computation on when nothing says otherwise."""
+    global _default
+    if _default is None:
+        _default = load().devices()[0]
+    return _default
+
+
+_default = None
+
+
+def call_on(target, fn, *args):
+    with load().default_device(target):
+        return fn(*args)
+
+
 def to_jax(value, target):
     """An interpreter array (numpy, or cupy on a GPU device) as a JAX array on `target`."""
     jax = load()

@@ -222,3 +222,24 @@ def test_nodes_of_the_two_branches_of_a_cond_are_not_clustered_together():
     fetch = [n.name for n in graph.nodes if n.op == "Merge"][0]
     for pred in (True, False):
         _same_results(graph, [fetch], {"x": np.array([1, 2, -3], np.float32), "p": np.array(pred)})
+
+
+def test_an_assert_guarding_a_cluster_still_fails_the_step():
+    """The JIT drops the control edge out of an Assert (so clusters are not cut around it); the
+    Assert still runs and fails the step on bad input, as without the JIT."""
+    from graphtool.errors import DftoolError
+
+    g = Graph()
+    x = placeholder(g, "x", [3])
+    positive = g.add_node("Greater", "positive", inputs=[x.output(0), const(g, "zero", 0.0).output(0)],
+                          attrs={"T": F32})
+    all_positive = g.add_node("All", "all_positive", inputs=[positive.output(0), const(g, "axis", [0], dtype=dtypes.int32).output(0)],
+                              attrs={"Tidx": dtypes.int32})
+    check = g.add_node("Assert", "check", inputs=[all_positive.output(0), x.output(0)], attrs={"T": [F32]})
+    y = op(g, "Tanh", "y", op(g, "Mul", "sq", x, x))
+    y.add_control_input(check)
+    good = {"x": np.array([1, 2, 3], np.float32)}
+    assert np.allclose(Session(g, jit=True).run(["y"], good).values[0], np.tanh(good["x"] ** 2))
+    for jit in (False, True):
+        with pytest.raises(DftoolError, match="check|assert|Assert"):
+            Session(g, jit=jit).run(["y"], {"x": np.array([1, -2, 3], np.float32)})
