@@ -119,7 +119,8 @@ def _rewrite_one(graph, members, static, keep, shapes, moved, number, position) 
     list_outputs = {k: _declared_element_shape(shapes, r) for k, r in enumerate(outputs)
                     if shapes.dtype(r).base is dtypes.variant}
     program = ClusterProgram(body, [body_ref[r] for r in inputs], [body_ref[r] for r in outputs],
-                             static_positions, ops, list_outputs)
+                             static_positions, ops, list_outputs,
+                             held_inputs=[k for k, r in enumerate(inputs) if r.node.op == "Const"])
     scope = _common_scope(members)
     cluster = graph.add_node(
         OP, graph.unique_name(f"{scope}jit_cluster_{number}"), inputs=inputs,

@@ -7,8 +7,8 @@ when it is available, TensorFlow; prints one table (not a pass/fail test).
 (b) a 1000-iteration while loop with a small body (per-iteration overhead);
 (c) a 4-layer 3x3 conv net, batch 8, 64x64x16;
 (d) 4 x [512x2048 @ 2048x2048] MLP;
-(e) the frozen Keras MobileNetV2 of tests/fixtures/tf2 and (f) the TF1 dynamic_rnn LSTM of
-    tests/fixtures/tf, with the JIT's first-run compile time;
+(e) the frozen Keras MobileNetV2 and (h) ResNet50 of tests/fixtures/tf2, (f) the TF1 dynamic_rnn
+    LSTM of tests/fixtures/tf, with the JIT's first-run compile time;
 (g) MobileNetV2 in two new processes sharing a fresh persistent cache: `dftool run --jit` wall
     time and compile time of the first (cold) and of the second (warm).
 
@@ -140,6 +140,10 @@ def mobilenet():
     return _fixture("(e) frozen Keras MobileNetV2", ROOT / "tests/fixtures/tf2/keras_mobilenet_v2")
 
 
+def resnet():
+    return _fixture("(h) frozen Keras ResNet50", ROOT / "tests/fixtures/tf2/keras_resnet50")
+
+
 def lstm():
     return _fixture("(f) TF1 dynamic_rnn LSTM", ROOT / "tests/fixtures/tf/dynamic_lstm")
 
@@ -206,12 +210,12 @@ def _ms(value) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--only", nargs="*", help="subset of a b c d e f g")
+    parser.add_argument("--only", nargs="*", help="subset of a b c d e f g h")
     parser.add_argument("--tf-python", default=DEFAULT_TF if os.path.exists(DEFAULT_TF) else None,
                         help="a Python with TensorFlow for the TF column ('' for none)")
     args = parser.parse_args()
-    benches = {"a": chains, "b": loop, "c": convnet, "d": mlp, "e": mobilenet, "f": lstm}
-    wanted = args.only or [*benches, "g"]
+    benches = {"a": chains, "b": loop, "c": convnet, "d": mlp, "e": mobilenet, "f": lstm, "h": resnet}
+    wanted = args.only or ["a", "b", "c", "d", "e", "h", "f", "g"]
     print(f"{'benchmark':36} {'interp ms':>10} {'jit ms':>10} {'tf ms':>10} {'jit/tf':>7} {'interp/jit':>10} "
           f"{'compile s':>9}  clusters")
     for key in wanted:
