@@ -48,9 +48,10 @@ class JitReport:
         return Counter(self.left_out.values()).most_common(count)
 
     def summary(self) -> str:
-        total = self.compiled_nodes + len(self.left_out)
-        return (f"jit: {len(self.clusters)} cluster(s) compile {self.compiled_nodes} of {total} nodes; "
-                f"compile {self.compile_seconds * 1000:.0f} ms")
+        copied = sum(c.copied for c in self.clusters)
+        copies = f" (and copies of {copied} constant/shape nodes)" if copied else ""
+        return (f"jit: {len(self.clusters)} cluster(s) compile {self.compiled_nodes} nodes{copies}, "
+                f"{len(self.left_out)} stay in the interpreter; compile {self.compile_seconds * 1000:.0f} ms")
 
     def lines(self, verbose: int = 1) -> list[str]:
         """Human-readable lines: one per cluster, then the top reasons nodes stayed out."""
@@ -73,7 +74,8 @@ class JitReport:
 
     def to_json(self) -> dict:
         return {
-            "clusters": [{"name": c.node.name, "nodes": c.size, "ops": dict(Counter(c.program.ops)),
+            "clusters": [{"name": c.node.name, "nodes": c.size, "copied_nodes": c.copied,
+                          "ops": dict(Counter(c.program.ops)),
                           "compile_seconds": c.program.compile_seconds, "compiles": c.program.compiles,
                           "calls": c.program.calls, "interpreted_because": c.program.failure}
                          for c in self.clusters],

@@ -27,6 +27,7 @@ class RewrittenCluster:
     node: Node                 # the _JitCluster node
     program: ClusterProgram
     size: int                  # nodes it replaced
+    copied: int = 0            # static nodes (constants, shapes) copied in from outside
 
 
 def rewrite_clusters(graph: Graph, clusters: list[list[Node]], static: set[Node], keep: set[TensorRef],
@@ -138,7 +139,7 @@ def _rewrite_one(graph, members, static, keep, shapes, moved, number, position) 
         if node not in shared_consts:
             graph.move_control_uses(node, cluster)
     graph.remove_nodes([n for n in members if n not in shared_consts])
-    return RewrittenCluster(cluster, program, len(members))
+    return RewrittenCluster(cluster, program, len(members), len(copies))
 
 
 def _declared_element_shape(shapes, ref: TensorRef) -> Shape:

@@ -160,8 +160,8 @@ def measure(case: Case, repeat: int, tf_python: str | None) -> dict:
     row["first_run"] = time.perf_counter() - start
     row["compile"] = jit.jit_report.compile_seconds
     row["jit"] = median_step(lambda: jit.run(case.fetches, case.feeds), repeat)
-    row["clusters"] = f"{len(jit.jit_report.clusters)} cl, {jit.jit_report.compiled_nodes}/" \
-                      f"{jit.jit_report.compiled_nodes + len(jit.jit_report.left_out)} nodes"
+    row["clusters"] = f"{len(jit.jit_report.clusters)} cl, {jit.jit_report.compiled_nodes} nodes in, " \
+                      f"{len(jit.jit_report.left_out)} out"
     if tf_python and case.tf_ok:
         row["tf"] = run_tf(case, repeat, tf_python)
     return row
