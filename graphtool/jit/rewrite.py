@@ -135,6 +135,8 @@ def _rewrite_one(graph, members, static, keep, shapes, moved, number, position) 
     for port, ref in enumerate(outputs):
         graph.replace_all_uses_with(ref, cluster.output(port))
         moved[(ref.node.name, ref.index)] = cluster.output(port)
+        if ref in shapes.info:   # later clusters may read this output: what is known of it moves too
+            shapes.info[cluster.output(port)] = shapes.info[ref]
     for node in members:
         if node not in shared_consts:
             graph.move_control_uses(node, cluster)
