@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+import weakref
 from functools import partial
 
 import numpy as np
@@ -26,7 +27,8 @@ from . import runtime, trace
 
 OP = "_JitCluster"
 
-_PROGRAMS: dict[str, "ClusterProgram"] = {}
+# Weak: the Session's JitReport holds its programs, so they go with the Session.
+_PROGRAMS: "weakref.WeakValueDictionary[str, ClusterProgram]" = weakref.WeakValueDictionary()
 _counter = itertools.count()
 _programs_lock = threading.Lock()
 

@@ -187,14 +187,17 @@ def warm_cache_processes() -> list[str]:
     lines = []
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "DFTOOL_JIT_CACHE": cache}
-        for label in ("cold cache", "warm cache"):
+        for label in ("interpreter", "cold cache", "warm cache"):
             start = time.perf_counter()
             proc = subprocess.run([sys.executable, "-m", "cli.main", "run", str(folder / "graph.pb"), "--feeds",
-                                   str(folder / "feeds.npz"), "--jit", "--json"], capture_output=True, text=True,
-                                  cwd=ROOT, env=env, timeout=900)
+                                   str(folder / "feeds.npz"), "--jit" if "cache" in label else "--no-jit", "--json"],
+                                  capture_output=True, text=True, cwd=ROOT, env=env, timeout=900)
             wall = time.perf_counter() - start
             if proc.returncode != 0:
                 lines.append(f"{label}: failed: {proc.stderr.strip()[-300:]}")
+                continue
+            if label == "interpreter":
+                lines.append(f"(g) MobileNetV2 `dftool run` without the JIT: process {wall:.2f} s")
                 continue
             jit = json.loads(proc.stdout)["jit"]
             compile_s = sum(c["compile_seconds"] for c in jit["clusters"])
