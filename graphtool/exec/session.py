@@ -46,14 +46,12 @@ class Session:
         # With jit (None: $DFTOOL_JIT), clusters of supported ops run as XLA programs through JAX
         # (graphtool/jit); UsageError naming the `jit` extra when JAX is missing.
         self.jit = _jit_enabled(jit)
-        self.jit_report = None   # the latest compiled signature's (graphtool.jit.engine.JitReport)
+        self.jit_report = None   # what the JIT did, all compiled signatures (graphtool.jit.engine.JitReport)
         # TF2 function graphs run as v1 control flow: lower a copy (the caller's graph stays as it was).
         # With jit, functional ops stay functional so that clusters can compile them whole; what
-        # stays in the interpreter is lowered per compiled signature.
+        # stays in the interpreter is lowered in each signature's pruned copy.
         self.lowering = None
-        if self.jit and needs_lowering(graph):
-            graph = graph.copy()
-        elif needs_lowering(graph):
+        if not self.jit and needs_lowering(graph):
             graph = graph.copy()
             self.lowering = lower_functional_ops(graph)
         self.graph = graph

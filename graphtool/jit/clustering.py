@@ -99,10 +99,15 @@ def find_clusters(graph: Graph, default_device: str = "", fed: set[str] = frozen
             a, b = find(index[producer]), find(index[node])
             if a == b or members[a] & forbidden[b] or members[b] & forbidden[a]:
                 continue
-            if cycles.contract_edge(a, b):
-                root[b] = a
-                members[a] |= members.pop(b)
-                forbidden[a] |= forbidden.pop(b)
+            keep = cycles.contract_edge(a, b)
+            if keep is not None:
+                gone = b if keep == a else a
+                root[gone] = keep
+                absorbed = members.pop(gone)
+                if len(absorbed) > len(members[keep]):   # union the smaller set into the larger
+                    absorbed, members[keep] = members[keep], absorbed
+                members[keep] |= absorbed
+                forbidden[keep] |= forbidden.pop(gone)
 
     _merge_independent(members, forbidden, cycles, root, key)
     for group in members.values():

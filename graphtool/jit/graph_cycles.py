@@ -3,12 +3,12 @@ which XLA's mark-for-compilation pass clusters with).
 
 Nodes keep a rank that is a topological order (Pearce-Kelly): an edge x -> y means
 rank[x] < rank[y], so a search for a path from x to y only visits nodes ranked between them.
-Contracting a -> b merges b into a unless another path a -> ... -> b exists (the merged node
-would then sit on a cycle through that path).
+Contracting a -> b merges them unless another path a -> ... -> b exists (the merged node would
+then sit on a cycle through that path).
 
     cycles = GraphCycles(number_of_nodes)
     cycles.insert_edge(x, y)          # False (and no edge) when it would close a cycle
-    cycles.contract_edge(a, b)        # True when b was merged into a
+    cycles.contract_edge(a, b)        # the surviving node when a and b were merged, else None
 """
 from __future__ import annotations
 
@@ -54,49 +54,43 @@ class GraphCycles:
                     stack.append(nxt)
         return False
 
-    def contract_edge(self, a: int, b: int) -> bool:
-        """Merge b into a along the edge a -> b, unless another path from a to b exists."""
+    def contract_edge(self, a: int, b: int) -> int | None:
+        """Merge a and b along the edge a -> b, unless another path from a to b exists (None).
+        Returns the surviving node: the one with more edges, so that a growing cluster's edges
+        are not moved again at every merge."""
         assert b in self.succ[a]
         self.succ[a].discard(b)
         self.pred[b].discard(a)
         if self.is_reachable(a, b):
             self.succ[a].add(b)
             self.pred[b].add(a)
-            return False
-        preds, succs = list(self.pred[b]), list(self.succ[b])
+            return None
+        keep, gone = (a, b) if len(self.pred[a]) + len(self.succ[a]) >= len(self.pred[b]) + len(self.succ[b]) else (b, a)
+        self._absorb(keep, gone)
+        return keep
+
+    def _absorb(self, keep: int, gone: int) -> None:
+        """Move every edge of `gone` to `keep` (the caller knows no cycle can arise)."""
+        preds, succs = list(self.pred[gone]), list(self.succ[gone])
         for p in preds:
-            self.succ[p].discard(b)
+            self.succ[p].discard(gone)
         for s in succs:
-            self.pred[s].discard(b)
-        self.pred[b].clear()
-        self.succ[b].clear()
-        self.alive[b] = False
+            self.pred[s].discard(gone)
+        self.pred[gone].clear()
+        self.succ[gone].clear()
+        self.alive[gone] = False
         for p in preds:
-            ok = self.insert_edge(p, a)
+            ok = self.insert_edge(p, keep)
             assert ok, "contraction created a cycle"
         for s in succs:
-            ok = self.insert_edge(a, s)
+            ok = self.insert_edge(keep, s)
             assert ok, "contraction created a cycle"
-        return True
 
     def merge_unconnected(self, a: int, b: int) -> bool:
         """Merge b into a when no path joins them either way (then no cycle can arise)."""
         if self.is_reachable(a, b) or self.is_reachable(b, a):
             return False
-        preds, succs = list(self.pred[b]), list(self.succ[b])
-        for p in preds:
-            self.succ[p].discard(b)
-        for s in succs:
-            self.pred[s].discard(b)
-        self.pred[b].clear()
-        self.succ[b].clear()
-        self.alive[b] = False
-        for p in preds:
-            ok = self.insert_edge(p, a)
-            assert ok, "merge created a cycle"
-        for s in succs:
-            ok = self.insert_edge(a, s)
-            assert ok, "merge created a cycle"
+        self._absorb(a, b)
         return True
 
     # --- Pearce-Kelly reordering ----------------------------------------------------------------
