@@ -54,9 +54,11 @@ def find_clusters(graph: Graph, default_device: str = "", fed: set[str] = frozen
 
     frame_of = graph.frames().frame_of
     dead = cand.deadness_signatures(graph)
+    has_transfers = any(n.op in cand.TRANSFER_OPS for n in order)
+    side = _transfer_sides(order, reasons) if has_transfers else {}
 
     def key(node):
-        return (node.device or default_device, frame_of[node].name, dead[node])
+        return (node.device or default_device, frame_of[node].name, dead[node], side.get(node))
 
     cycles = GraphCycles(len(order))
     for node in order:
@@ -64,15 +66,6 @@ def find_clusters(graph: Graph, default_device: str = "", fed: set[str] = frozen
             continue   # loop back edges: a cluster runs within one iteration
         for consumer in node.consumers():
             cycles.insert_edge(index[node], index[consumer])
-    # In one device's partition a _Recv may wait, through other devices, for any _Send of it that
-    # it does not itself feed: those hidden edges count too, or a cluster could hold a send's
-    # producer and a receiver's user and wait for itself. (insert_edge refuses the pairs where
-    # the receiver feeds the send: no such wait can exist.)
-    sends = [index[n] for n in order if n.op in cand.SEND_OPS]
-    recvs = [index[n] for n in order if n.op in cand.RECV_OPS]
-    for send in sends:
-        for recv in recvs:
-            cycles.insert_edge(send, recv)
 
     root = list(range(len(order)))   # union-find over node indexes; a root is a GraphCycles node
     members: dict[int, set[Node]] = {}
@@ -120,6 +113,25 @@ def find_clusters(graph: Graph, default_device: str = "", fed: set[str] = frozen
                 reasons[node] = problem
     result.clusters.sort(key=lambda c: index[c[0]])
     return result
+
+
+def _transfer_sides(order: list[Node], reasons: dict) -> dict[Node, str]:
+    """In one device's partition, where a node stands to the _Send/_Recv pairs joining it to the
+    other devices, whose waits the graph here does not show: 'D' downstream of a _Recv, 'U' the
+    rest. A node both downstream of a _Recv and upstream of a _Send stays out: a cluster waits
+    for all its inputs, so holding one might make a send wait for a receive that waits for it.
+    Clusters never mix 'D' nodes with nodes upstream of a send ('U' key), so none can."""
+    downstream: set[Node] = set()
+    for node in order:   # topological: producers first
+        if node.op in cand.RECV_OPS or any(p in downstream for p in node.input_nodes()):
+            downstream.add(node)
+    upstream: set[Node] = set()
+    for node in reversed(order):
+        if node.op in cand.SEND_OPS or any(c in upstream for c in node.consumers()):
+            upstream.add(node)
+    for node in downstream & upstream:
+        reasons.setdefault(node, "between a _Recv and a _Send of its device's partition")
+    return {node: "D" if node in downstream else "U" for node in order}
 
 
 def _merge_independent(members, forbidden, cycles, root, key, tries: int = 8) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..ir import Graph, TensorRef
 from . import runtime
+from .candidates import TRANSFER_OPS
 from .clustering import find_clusters
 from .rewrite import RewrittenCluster, rewrite_clusters
 
@@ -118,8 +119,11 @@ def compile_graph(graph: Graph, default_device: str, fetches: set[tuple[str, int
                   targets: set[str], lower_rest: bool = True) -> tuple[JitReport, dict[tuple[str, int], TensorRef]]:
     runtime.load()
     report = JitReport()
-    report.functionalized = _functionalize(graph, [f"{name}:{port}" for name, port in fetches]
-                                           + sorted(fed) + sorted(targets))
+    # A partition's loops run in step with their copies on other devices (each iteration's
+    # _Send/_Recv), so they stay v1 there: only a graph without transfers is functionalized.
+    if not any(n.op in TRANSFER_OPS for n in graph.nodes):
+        report.functionalized = _functionalize(graph, [f"{name}:{port}" for name, port in fetches]
+                                               + sorted(fed) + sorted(targets))
     _detach_asserts(graph)
     clustering = find_clusters(graph, default_device, fed, targets)
     keep = {TensorRef(graph.get(name), port) for name, port in fetches if graph.get(name) is not None}
