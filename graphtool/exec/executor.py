@@ -15,7 +15,6 @@ are cleared when a node runs, so values are released after their last consumer.
 """
 from __future__ import annotations
 
-import os
 import queue
 import threading
 import time
@@ -28,6 +27,7 @@ from ..errors import RuntimeFailure
 from . import step_errors, transfer
 from .resources import step_scope
 from .step_errors import StepTimeout
+from .thread_budget import ThreadBudget, usable_cores
 from .plan import ENTER, EXIT, FED, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, FrameTemplate, Item, Plan
 
 
@@ -90,7 +90,9 @@ class Executor:
                  targets: list[Item] = ()):
         self.plan = plan
         self.targets = list(targets)
-        self.threads = max(1, threads if threads is not None else (os.cpu_count() or 1))
+        self.threads = max(1, threads if threads is not None else usable_cores())
+        # Heavy kernels share the threads with the BLAS library's own (thread_budget.py).
+        self.budget = ThreadBudget(self.threads)
         self.check_numerics = check_numerics
         self.last_stats = StepStats()   # the latest step's (concurrent steps: use run_step)
         self._pool: ThreadPoolExecutor | None = None
@@ -176,6 +178,7 @@ class _Step:
     def __init__(self, executor: Executor, feeds, fetches, timeout, resources):
         self.plan = executor.plan
         self.threads = executor.threads
+        self.budget = executor.budget
         self.check_numerics = executor.check_numerics
         self.feeds = feeds
         self.fetch_slots: dict[Item, list[tuple[int, int]]] = {}
@@ -262,10 +265,19 @@ class _Step:
                         item.expensive or (count and getattr(inputs[0], "size", 0) >= _BIG_INPUT)):
                     self.in_flight += 1
                     self.running[id(tagged)] = tagged
+                    if item.expensive:   # it will share the cores with what runs and is ready
+                        self.budget.claim(min(self.threads, self.in_flight + len(ready)))
                     pool.submit(self._on_worker, tagged, inputs)
                     continue
                 try:
-                    outputs = self._compute(item, inputs)
+                    if item.expensive:   # alone: it may use every thread
+                        self.budget.claim(1)
+                        try:
+                            outputs = self._compute(item, inputs)
+                        finally:
+                            self.budget.release()
+                    else:
+                        outputs = self._compute(item, inputs)
                 except BaseException as exc:
                     self.error = self._kernel_error(item, inputs, exc)
                     break
@@ -312,8 +324,12 @@ class _Step:
     # --- running one node ---------------------------------------------------------------------
     def _on_worker(self, tagged, inputs) -> None:
         """A pool thread runs a kernel for this step: kernels there see this step's resources."""
-        with step_scope(self.resources):
-            self._compute_async(tagged, inputs)
+        try:
+            with step_scope(self.resources):
+                self._compute_async(tagged, inputs)
+        finally:
+            if tagged[0].expensive:   # claimed by the scheduling thread when it submitted the kernel
+                self.budget.release()
 
     def _take_inputs(self, tagged):
         item, frame, it = tagged

@@ -1,0 +1,103 @@
+"""BLAS thread budgets: a lone heavy kernel gets every thread, concurrent ones share them."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from graphtool import dtypes
+from graphtool.builder import GraphBuilder
+from graphtool.exec import thread_budget
+from graphtool.exec.session import Session
+from graphtool.exec.kernels import registry
+
+pytest.importorskip("threadpoolctl")
+
+
+@pytest.fixture
+def blas_limits(monkeypatch):
+    """Record the BLAS limit every MatMul runs under (the kernel itself is unchanged)."""
+    if not thread_budget.BLAS.current():
+        pytest.skip("numpy's BLAS is not visible to threadpoolctl")
+    seen = []
+    original = registry.lookup("MatMul").fn
+
+    def recording(ctx, a, b, **attrs):
+        seen.append(thread_budget.BLAS.current()[0])
+        return original(ctx, a, b, **attrs)
+    for device_type in (registry.CPU,):
+        key = ("MatMul", device_type)
+        monkeypatch.setitem(registry._KERNELS, key, registry._KERNELS[key].__class__(
+            **{**registry._KERNELS[key].__dict__, "fn": recording}))
+    return seen
+
+
+def _chain(n):
+    b = GraphBuilder()
+    h = b.placeholder(dtypes.float32, [64, 64], name="x")
+    for k in range(n):
+        h = b.matmul(h, b.const(np.eye(64, dtype=np.float32), name=f"w{k}"), name=f"layer{k}")
+    return b.graph, h.name
+
+
+def _branches(n):
+    b = GraphBuilder()
+    x = b.placeholder(dtypes.float32, [64, 64], name="x")
+    outs = [b.matmul(x, b.const(np.eye(64, dtype=np.float32), name=f"w{k}"), name=f"branch{k}") for k in range(n)]
+    return b.graph, [o.name for o in outs]
+
+
+def test_a_lone_product_uses_every_thread(blas_limits):
+    graph, fetch = _chain(3)
+    x = np.ones((64, 64), np.float32)
+    np.testing.assert_array_equal(Session(graph, threads=2).run([fetch], {"x": x}).values[0], x)
+    assert blas_limits == [2, 2, 2]
+
+
+def test_one_thread_means_one_blas_thread(blas_limits):
+    graph, fetch = _chain(2)
+    Session(graph, threads=1).run([fetch], {"x": np.ones((64, 64), np.float32)})
+    assert blas_limits == [1, 1]
+
+
+def test_concurrent_products_share_the_threads(blas_limits):
+    graph, fetches = _branches(4)
+    x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+    values = Session(graph, threads=2).run(fetches, {"x": x}).values
+    for value in values:
+        np.testing.assert_array_equal(value, x)
+    # Four independent products on two threads: each runs with one BLAS thread, so at most two
+    # threads are busy (the first may run alone before the others are ready).
+    assert sorted(blas_limits)[:3] == [1, 1, 1]
+    assert thread_budget.BLAS.active == 0
+
+
+def test_the_limit_never_changes_under_a_running_kernel():
+    """enter() from many threads: the limit changes only when nothing runs."""
+    changes_while_active = []
+    blas = thread_budget._BlasThreads()
+
+    class Library:
+        def set_num_threads(self, n):
+            if blas.active:
+                changes_while_active.append(n)
+
+        def get_num_threads(self):
+            return 1
+    blas._libraries = [Library()]
+
+    def worker(k):
+        for i in range(200):
+            blas.enter(1 + (i + k) % 3)
+            blas.leave()
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert changes_while_active == [] and blas.active == 0
+
+
+def test_usable_cores_follows_the_affinity():
+    assert 1 <= thread_budget.usable_cores() <= (__import__("os").cpu_count() or 1)
