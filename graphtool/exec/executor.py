@@ -27,6 +27,7 @@ from ..errors import RuntimeFailure
 from . import step_errors, transfer
 from .resources import step_scope
 from .step_errors import StepTimeout
+from . import thread_budget
 from .thread_budget import ThreadBudget, usable_cores
 from .plan import ENTER, EXIT, FED, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, FrameTemplate, Item, Plan
 
@@ -265,17 +266,19 @@ class _Step:
                         item.expensive or (count and getattr(inputs[0], "size", 0) >= _BIG_INPUT)):
                     self.in_flight += 1
                     self.running[id(tagged)] = tagged
+                    granted = 1
                     if item.expensive:   # it will share the cores with what runs and is ready
-                        self.budget.claim(min(self.threads, self.in_flight + len(ready)))
-                    pool.submit(self._on_worker, tagged, inputs)
+                        granted = self.budget.claim(min(self.threads, self.in_flight + len(ready)), item.intra_op)
+                    pool.submit(self._on_worker, tagged, inputs, granted)
                     continue
                 try:
                     if item.expensive:   # alone: it may use every thread
-                        self.budget.claim(1)
+                        thread_budget.grant(self.budget.claim(1, item.intra_op))
                         try:
                             outputs = self._compute(item, inputs)
                         finally:
                             self.budget.release()
+                            thread_budget.grant(1)
                     else:
                         outputs = self._compute(item, inputs)
                 except BaseException as exc:
@@ -322,8 +325,10 @@ class _Step:
                 self.rendezvous.abort(self.error, self.participant)
 
     # --- running one node ---------------------------------------------------------------------
-    def _on_worker(self, tagged, inputs) -> None:
-        """A pool thread runs a kernel for this step: kernels there see this step's resources."""
+    def _on_worker(self, tagged, inputs, granted: int) -> None:
+        """A pool thread runs a kernel for this step: kernels there see this step's resources
+        and the threads the scheduling thread granted them."""
+        thread_budget.grant(granted)
         try:
             with step_scope(self.resources):
                 self._compute_async(tagged, inputs)

@@ -48,6 +48,7 @@ class Item:
     kernel: object = None        # bound kernel callable (NORMAL items)
     ctx: KernelContext | None = None
     expensive: bool = False
+    intra_op: bool = False       # splits its own work over the threads it is granted
     # out_edges[port] = [(dst item, dst slot), ...]; control_out = [dst item, ...]
     out_edges: list = field(default_factory=list)
     control_out: list = field(default_factory=list)
@@ -186,3 +187,4 @@ def _bind_kernel(item: Item, device) -> None:
     output_dtypes = node.spec.output_dtypes(node) if node.spec else []
     item.ctx = KernelContext(device.xp, node.name, node.op, output_dtypes, device)
     item.expensive = kernel_def.expensive
+    item.intra_op = kernel_def.intra_op

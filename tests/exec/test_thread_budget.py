@@ -101,3 +101,56 @@ def test_the_limit_never_changes_under_a_running_kernel():
 
 def test_usable_cores_follows_the_affinity():
     assert 1 <= thread_budget.usable_cores() <= (__import__("os").cpu_count() or 1)
+
+
+def test_parallel_for_runs_every_task_once_on_the_granted_threads():
+    seen, threads = [], set()
+    lock = threading.Lock()
+
+    def task(k):
+        with lock:
+            seen.append(k)
+            threads.add(threading.get_ident())
+    thread_budget.grant(2)
+    try:
+        thread_budget.parallel_for(task, list(range(50)))
+    finally:
+        thread_budget.grant(1)
+    assert sorted(seen) == list(range(50)) and 1 <= len(threads) <= 2
+
+
+def test_parallel_for_reraises_a_task_failure():
+    def task(k):
+        if k == 7:
+            raise ValueError("block 7")
+    thread_budget.grant(2)
+    try:
+        with pytest.raises(ValueError, match="block 7"):
+            thread_budget.parallel_for(task, list(range(20)))
+    finally:
+        thread_budget.grant(1)
+
+
+@pytest.mark.parametrize("shape,filter_shape,strides,padding,depthwise", [
+    ((3, 17, 13, 5), (3, 3, 5, 4), [1, 1, 1, 1], "SAME", False),
+    ((1, 40, 9, 3), (5, 2, 3, 6), [1, 2, 1, 1], "VALID", False),
+    ((2, 9, 9, 6), (3, 3, 6, 2), [1, 1, 1, 1], "SAME", True),
+])
+def test_a_convolution_split_over_threads_equals_the_single_thread_one(shape, filter_shape, strides, padding,
+                                                                       depthwise):
+    from graphtool.exec.kernels.nn_conv import conv2d, depthwise_conv2d
+    from graphtool.exec.kernels import KernelContext
+
+    rng = np.random.default_rng(3)
+    image = rng.standard_normal(shape, dtype=np.float32)
+    filt = rng.standard_normal(filter_shape, dtype=np.float32)
+    fn = depthwise_conv2d if depthwise else conv2d
+    ctx = KernelContext(np, "conv", "DepthwiseConv2dNative" if depthwise else "Conv2D", [dtypes.float32], "CPU")
+    attrs = dict(strides=strides, padding=padding, explicit_paddings=[], data_format="NHWC", dilations=[1, 1, 1, 1])
+    alone = fn(ctx, image, filt, **attrs)
+    thread_budget.grant(2)
+    try:
+        split = fn(ctx, image, filt, **attrs)
+    finally:
+        thread_budget.grant(1)
+    np.testing.assert_array_equal(split, alone)

@@ -24,6 +24,7 @@ from .nn_common import (batch_and_channel_entries, from_channels_last, host_ints
 from .nn_window import (Window, accumulate_taps, explicit_pads, make_window, output_blocks, pad_spatial,
                         window_view)
 from .registry import kernel
+from ..thread_budget import granted_threads, parallel_for
 
 
 # --- the engines (channels-last, compute dtype) ---------------------------------------------
@@ -95,14 +96,20 @@ def conv_forward(xp, image, filt, window: Window, groups: int):
     """[N, *in, C] convolved with [*taps, Cg, O] -> [N, *out, O]: an im2col matmul per block of
     output rows, so the unrolled windows never take more than about CHUNK_BYTES."""
     patches = window_view(xp, pad_spatial(xp, image, window), window)
-    if _is_depthwise(filt.shape, groups):
-        return _depthwise_forward(xp, patches, filt)
     batch, out_channels = image.shape[0], filt.shape[-1]
-    weights = _grouped_filter(filt, groups)
     result = xp.empty((batch, *window.out_sizes, out_channels), image.dtype)
-    for block in output_blocks(window, batch, window.tap_count * image.shape[-1] * image.itemsize):
-        target = result[block]
-        target[...] = _group_matmul(xp, _im2col(patches[block], groups), weights).reshape(target.shape)
+    if _is_depthwise(filt.shape, groups):
+        def compute(block):
+            result[block] = _depthwise_forward(xp, patches[block], filt)
+    else:
+        weights = _grouped_filter(filt, groups)
+
+        def compute(block):
+            target = result[block]
+            target[...] = _group_matmul(xp, _im2col(patches[block], groups), weights).reshape(target.shape)
+    # Blocks of output rows are independent: they run on the threads granted to the kernel.
+    parallel_for(compute, output_blocks(window, batch, window.tap_count * image.shape[-1] * image.itemsize,
+                                        granted_threads()), xp)
     return result
 
 
@@ -214,14 +221,14 @@ def convolve(ctx, image, filt, attrs: ConvAttrs):
 
 # --- Conv2D / Conv3D ------------------------------------------------------------------------
 
-@kernel("Conv2D", expensive=True)
+@kernel("Conv2D", expensive=True, intra_op=True)
 def conv2d(ctx, image, filt, *, strides, padding, explicit_paddings, data_format, dilations):
     _check_ranks(ctx, 4, input=image, filter=filt)
     attrs = ConvAttrs(strides, padding, explicit_paddings, data_format, dilations)
     return attrs.finish(ctx, convolve(ctx, image, filt, attrs))
 
 
-@kernel("Conv3D", expensive=True)
+@kernel("Conv3D", expensive=True, intra_op=True)
 def conv3d(ctx, image, filt, *, strides, padding, data_format, dilations):
     _check_ranks(ctx, 5, input=image, filter=filt)
     attrs = ConvAttrs(strides, padding, [], data_format, dilations)
@@ -298,7 +305,7 @@ def _depthwise_as_grouped(ctx, filt, in_depth: int):
     return filt.reshape(kh, kw, 1, channels * multiplier)
 
 
-@kernel("DepthwiseConv2dNative", expensive=True)
+@kernel("DepthwiseConv2dNative", expensive=True, intra_op=True)
 def depthwise_conv2d(ctx, image, filt, *, strides, padding, explicit_paddings, data_format, dilations):
     attrs = ConvAttrs(strides, padding, explicit_paddings, data_format, dilations)
     _check_ranks(ctx, 4, input=image)

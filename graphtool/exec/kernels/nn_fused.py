@@ -65,7 +65,7 @@ def _apply_fused_ops(ctx, value, args, fused_ops, fusions: Fusions, *, epsilon, 
     return _ACTIVATIONS[activation](ctx, value, leakyrelu_alpha)
 
 
-@kernel("_FusedConv2D", expensive=True)
+@kernel("_FusedConv2D", expensive=True, intra_op=True)
 def fused_conv2d(ctx, image, filt, *args, num_args, strides, padding, explicit_paddings, data_format,
                  filter_format, dilations, fused_ops, epsilon, leakyrelu_alpha):
     check_supported_format(ctx, data_format)

@@ -169,16 +169,17 @@ def accumulate_taps(xp, tap_values, window: Window, batch: int, channels: int, d
     return xp.ascontiguousarray(crop_padding(padded, window))
 
 
-def output_blocks(window: Window, batch: int, bytes_per_output: int) -> list[tuple[slice, slice]]:
+def output_blocks(window: Window, batch: int, bytes_per_output: int, at_least: int = 1) -> list[tuple[slice, slice]]:
     """(batch slice, slice of the first output dim) index pairs that split [N, *out] into blocks
     whose unrolled windows (bytes_per_output per output position) take about CHUNK_BYTES:
-    several images per block when they are small, slices of one image's rows when it is large."""
+    several images per block when they are small, slices of one image's rows when it is large;
+    and `at_least` blocks where there are that many rows (one per thread working on them)."""
     rows = window.out_sizes[0]
     row_bytes = max(1, bytes_per_output * prod(window.out_sizes[1:]))
-    if row_bytes * rows <= CHUNK_BYTES or rows <= 1:
-        images = max(1, CHUNK_BYTES // (row_bytes * max(rows, 1)))
+    if batch >= at_least and (row_bytes * rows <= CHUNK_BYTES or rows <= 1):
+        images = max(1, min(CHUNK_BYTES // (row_bytes * max(rows, 1)), -(-batch // at_least)))
         return [(slice(start, min(start + images, batch)), slice(None)) for start in range(0, batch, images)]
-    per_block = max(1, CHUNK_BYTES // row_bytes)
+    per_block = max(1, min(CHUNK_BYTES // row_bytes, -(-rows * batch // at_least)))
     return [(slice(image, image + 1), slice(start, min(start + per_block, rows)))
             for image in range(batch) for start in range(0, rows, per_block)]
 
