@@ -26,8 +26,8 @@ EXPECTED = {
     "tests/fixtures/tf/cond": ({"StatelessIf": 2}, []),
     "tests/fixtures/tf/cond_in_while": ({"StatelessIf": 1, "StatelessWhile": 1}, []),
     "tests/fixtures/tf/dynamic_lstm": ({"TensorArray": 2, "StatelessWhile": 1}, []),
-    # The gradient cond reads the forward branch's values directly (no If output carries them).
-    "tests/fixtures/tf/grad_cond": ({}, ["is also used by", "is also used by"]),
+    # The gradient cond reads the forward branch's values: extra If outputs, gated by a Switch.
+    "tests/fixtures/tf/grad_cond": ({"StatelessIf": 2}, []),
     "tests/fixtures/tf/grad_lstm": ({"While": 2}, ["TensorArrayGradV3", "TensorArrayGradV3"]),
     "tests/fixtures/tf/grad_nested_while": ({"While": 4}, []),
     "tests/fixtures/tf/grad_while": ({"While": 2}, []),
@@ -252,6 +252,41 @@ def test_a_branch_never_taken_and_a_loop_inside_a_branch():
     assert report.converted == Counter({"StatelessWhile": 1, "StatelessIf": 1})
     cond = graph.node(report.nodes[-1])
     assert "StatelessWhile" in _body_ops(graph, cond.name, "then_branch")
+
+
+def _cond_and_its_gradient(x_shape):
+    from graphtool.grad.driver import add_gradients
+
+    b = GraphBuilder()
+    x = b.placeholder("float32", x_shape, name="x")
+    w = b.placeholder("float32", [3], name="w")
+    p = b.placeholder("bool", [], name="p")
+    y = b.cond(p, lambda: b.mul(b.op("Sin", [x]), w), lambda: b.mul(x, 2.0))
+    loss = b.op("Sum", [b.mul(y, y), b.const([0])], name="loss")
+    report = add_gradients(b.graph, loss, [x, w])
+    return b.graph, ["loss"] + [g.name for g in report.gradients]
+
+
+def test_branch_values_a_gradient_reads_become_if_outputs():
+    """The v1 gradient of a cond reads the forward branch's values outside the forward cond: they
+    leave the If as extra outputs (zeros from the other branch), gated by a Switch on the
+    predicate so their readers live exactly when they did."""
+    graph, fetches = _cond_and_its_gradient([3])
+    rng = np.random.default_rng(1)
+    feeds = [{"x": rng.standard_normal(3).astype(np.float32), "w": rng.standard_normal(3).astype(np.float32),
+              "p": np.bool_(v)} for v in (True, False)]
+    functional, report = _check(graph, fetches, feeds)
+    assert report.converted == Counter({"StatelessIf": 2}) and not report.not_converted
+    assert not V1_OPS - {"Switch"} & functional.ops()
+    assert all(n.name.endswith("/escaped") for n in functional.nodes if n.op == "Switch")
+
+
+def test_a_branch_value_of_unknown_shape_read_outside_keeps_the_cond():
+    graph, fetches = _cond_and_its_gradient([None])
+    feeds = [{"x": np.array([0.5, 1.0, -2.0], np.float32), "w": np.full(3, 0.3, np.float32), "p": np.bool_(v)}
+             for v in (True, False)]
+    functional, report = _check(graph, fetches, feeds)
+    assert any("outside the cond" in r.reason for r in report.not_converted)
 
 
 def test_tensor_arrays_in_a_loop_become_lists_the_loop_carries():
