@@ -83,7 +83,7 @@ class FunctionalizeReport:
 
 
 def has_v1_control_flow(graph: Graph) -> bool:
-    return any(n.op in ("Switch", "Merge", "Enter", "TensorArrayV3") for n in graph.nodes)
+    return any(n.op in ("Switch", "Merge", "Enter", "TensorArrayV3", "StackV2") for n in graph.nodes)
 
 
 def functionalize(graph: Graph, keep=()) -> FunctionalizeReport:
@@ -92,6 +92,7 @@ def functionalize(graph: Graph, keep=()) -> FunctionalizeReport:
     Merge, which keep their names anyway) stays as it is."""
     from .functionalize_conds import functionalize_conds
     from .functionalize_loops import functionalize_loops
+    from .stack_to_list import stacks_to_lists
     from .tensor_array_to_list import tensor_arrays_to_lists
 
     report = FunctionalizeReport(keep=frozenset(k.lstrip("^").split(":")[0] for k in keep))
@@ -99,6 +100,7 @@ def functionalize(graph: Graph, keep=()) -> FunctionalizeReport:
         return report
     shapes = ShapeBook(graph)
     tensor_arrays_to_lists(graph, report, shapes)
+    stacks_to_lists(graph, report, shapes)
     functionalize_loops(graph, shapes, report)
     functionalize_conds(graph, shapes, report)
     return report

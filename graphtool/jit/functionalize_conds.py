@@ -60,7 +60,7 @@ def _is_cond_merge(node: Node) -> bool:
                                           for r in node.inputs)
 
 
-class _States:
+class BranchStates:
     """Branch states of every node's inputs (`of`) and of every output (`out`)."""
 
     def __init__(self, graph: Graph):
@@ -114,7 +114,7 @@ def functionalize_conds(graph: Graph, shapes: ShapeBook, report, within: str = "
     failed: set[str] = set()
     where = f" (in {within})" if within else ""
     while True:
-        states = _States(graph)
+        states = BranchStates(graph)
         groups: dict[tuple, list[Node]] = defaultdict(list)
         for merge in graph.nodes:
             if merge not in states.closes or merge.name in failed:
@@ -163,7 +163,7 @@ def _independent(merges: list[Node]) -> list[Node]:
     return [m for m in merges if m not in later]
 
 
-def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node], states: _States,
+def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node], states: BranchStates,
              shapes: ShapeBook, report) -> None:
     if any(m.uses(1) for m in merges):
         raise Unconvertible("a Merge's value_index is used")

@@ -28,9 +28,11 @@ EXPECTED = {
     "tests/fixtures/tf/dynamic_lstm": ({"TensorArray": 2, "StatelessWhile": 1}, []),
     # The gradient cond reads the forward branch's values: extra If outputs, gated by a Switch.
     "tests/fixtures/tf/grad_cond": ({"StatelessIf": 2}, []),
-    "tests/fixtures/tf/grad_lstm": ({"While": 2}, ["TensorArrayGradV3", "TensorArrayGradV3"]),
-    "tests/fixtures/tf/grad_nested_while": ({"While": 4}, []),
-    "tests/fixtures/tf/grad_while": ({"While": 2}, []),
+    # The gradient TensorArrays accumulate their writes: no TensorList form, so the loops keep
+    # TensorArray resources (While, not StatelessWhile); the 20 stacks become lists all the same.
+    "tests/fixtures/tf/grad_lstm": ({"Stack": 20, "While": 2}, ["TensorArrayGradV3", "TensorArrayGradV3"]),
+    "tests/fixtures/tf/grad_nested_while": ({"Stack": 4, "StatelessWhile": 4}, []),
+    "tests/fixtures/tf/grad_while": ({"Stack": 2, "StatelessWhile": 2}, []),
     "tests/fixtures/tf/gradref_cond": ({"StatelessIf": 1}, []),
     "tests/fixtures/tf/gradref_cond_in_while": ({"StatelessIf": 1, "StatelessWhile": 1}, []),
     "tests/fixtures/tf/gradref_lstm": ({"TensorArray": 2, "StatelessWhile": 1}, []),
@@ -287,6 +289,34 @@ def test_a_branch_value_of_unknown_shape_read_outside_keeps_the_cond():
              for v in (True, False)]
     functional, report = _check(graph, fetches, feeds)
     assert any("outside the cond" in r.reason for r in report.not_converted)
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_loop_gradients_carry_their_saved_values_as_lists(nested):
+    """The stacks a v1 loop gradient saves values on become lists the forward loop fills and the
+    backward loop empties: both loops are stateless Whiles."""
+    from graphtool.grad.driver import add_gradients
+
+    b = GraphBuilder()
+    x = b.placeholder("float32", [3], name="x")
+    n = b.placeholder("int32", [], name="n")
+
+    def body(i, v):
+        if nested:
+            v = b.while_loop(lambda j, w: b.less(j, 2), lambda j, w: (b.add(j, 1), b.op("Sin", [b.mul(w, v)])),
+                             [0, v], name="inner")[1]
+        return b.add(i, 1), b.mul(b.tanh(v), x)
+
+    _, y = b.while_loop(lambda i, v: b.less(i, n), body, [0, x], name="outer")
+    loss = b.op("Sum", [y, b.const([0])], name="loss")
+    gradients = add_gradients(b.graph, loss, [x])
+    assert "StackV2" in b.graph.ops()
+    fetches = ["loss", gradients.gradients[0].name]
+    feeds = [{"x": np.array([0.3, -0.8, 1.1], np.float32), "n": np.int32(k)} for k in (0, 1, 4)]
+    graph, report = _check(b.graph, fetches, feeds)
+    assert not report.not_converted, report.to_json()
+    assert report.converted["Stack"] >= 1 and set(report.converted) == {"Stack", "StatelessWhile"}
+    assert not {"StackV2", "StackPushV2", "StackPopV2"} & graph.ops()
 
 
 def test_tensor_arrays_in_a_loop_become_lists_the_loop_carries():
