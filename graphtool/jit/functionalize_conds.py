@@ -73,12 +73,14 @@ class BranchStates:
     def learn(self, node: Node) -> None:
         """The state of `node` from its inputs' (new nodes are learnt after a conversion)."""
         state = frozenset()
-        if _is_cond_merge(node):
+        if node.op == "ControlTrigger":
+            pass   # never dead: it fires once its inputs are done, dead or alive
+        elif _is_cond_merge(node):
             state = self._merge(node)
         else:
             for ref in node.inputs:
                 state |= self.out(ref)
-        for control in node.control_inputs:
+        for control in node.control_inputs if node.op != "ControlTrigger" else ():
             state |= self.of.get(control, frozenset())
         self.of[node] = state
         if not node.has_users:
@@ -175,8 +177,8 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
             refs = [r for r in merge.inputs if key in states.out(r)]
             results.append(refs[0])
         in_branch = (lambda n, key=key: key in states.of[n] and not _switches_on(n, pred))
-        # Besides what the Merges read: what the branch runs for its effect, and values nothing
-        # reads (gone with the branch, unless the caller keeps them: then the cond stays).
+        # Besides what the Merges read: what nothing reads (a fetch of the Merges prunes it in
+        # the v1 cond too), gone with the branch unless the caller keeps it (then the cond stays).
         sinks = [n for n in states.sinks[key] if graph.get(n.name) is n and not n.has_users and in_branch(n)]
         nodes = backward_closure([r.node for r in results] + sinks, in_branch)
         kept = [n for n in nodes if n.name in report.keep]
@@ -189,6 +191,11 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
         raise Unconvertible(f"branch node '{bad[0].name}' ({bad[0].op}) is part of an unconverted loop")
     closing = set(merges)
     escapes = _escapes(graph, sides, branch_nodes | closing, shapes)
+    # What the functions compute: what the Merges and the escaped values need.
+    sides = {side: (label, results, backward_closure([r.node for r in results] +
+                                                     [ref.node for ref, s in escapes if s == side],
+                                                     nodes.__contains__))
+             for side, (label, results, nodes) in sides.items()}
 
     # The If's inputs: each switched tensor (by what it switches) and each tensor read from outside.
     inputs: list[TensorRef] = []
@@ -249,9 +256,8 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
                    for k, (ref, escape_side) in enumerate(escapes)]
         retvals = [fw.add_retval(body, f"{label}_out_{k}", v, d, k) for k, (v, d) in enumerate(zip(values, out_dtypes))]
         functionalize_conds(body, shapes, report, within=f"cond '{scope}' {label} branch")
-        effects = fw.effect_nodes(body, retvals)
         name = fw.function_name(graph.library, f"{scope}_{label}")
-        fdef = fw.add_function(graph.library, name, body, args, retvals, effects)
+        fdef = fw.add_function(graph.library, name, body, args, retvals)
         funcs[label] = name
         stateful = stateful or fdef.signature.is_stateful
     op = "If" if stateful else "StatelessIf"

@@ -81,6 +81,8 @@ def _plan(graph: Graph, stack: Node):
     dtype = stack.attr("elem_type")
     if push.attr("T") != dtype or pop.attr("elem_type") != dtype or dtype.is_ref:
         raise Unconvertible("its pushes and pops disagree on the element type")
+    if not (dtype.is_numeric or dtype.is_bool):
+        raise Unconvertible(f"it holds {dtype.name} values (a list of them would not be an array)")
     info = graph.frames()
     top = info.frame_of[stack]
     push_path, pop_path = _path(info.frame_of[push], top), _path(info.frame_of[pop], top)
