@@ -166,7 +166,9 @@ def _independent(merges: list[Node]) -> list[Node]:
 
 
 def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node], states: BranchStates,
-             shapes: ShapeBook, report) -> None:
+             shapes: ShapeBook, report) -> list[Node]:
+    """One If for the conds on `pred` the `merges` close; returns the nodes it made (their branch
+    states are the caller's to learn)."""
     if any(m.uses(1) for m in merges):
         raise Unconvertible("a Merge's value_index is used")
     sides = {}
