@@ -269,7 +269,7 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
         attrs["output_shapes"] = out_shapes
     cond = graph.add_node(op, graph.unique_name(f"{scope}/functional_if"), inputs=[pred, *inputs],
                           control_inputs=extra_controls, attrs=attrs, device=merges[0].device)
-    plumbing = _plumbing(switches)
+    plumbing = [n for n in _plumbing(switches) if n.name not in report.keep]
     stand_ins = [(stand_in(graph, m, cond.output(k), out_dtypes[k]), m.name) for k, m in enumerate(merges)]
     # An escaped value reaches its outside readers through a Switch on the predicate, so they are
     # alive exactly when they were (when the value's branch ran), with that branch's value.

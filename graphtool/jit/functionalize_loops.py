@@ -132,7 +132,7 @@ def _convert_frame(graph: Graph, frame, shapes: ShapeBook, report) -> None:
     # What neither the condition nor the next iteration needs (a NextIteration's control inputs
     # count as needed) does not run in the v1 loop either: fetching an Exit prunes it. It goes
     # with the loop, unless the caller keeps (fetches or targets) one of its nodes.
-    kept = [n for n in work if n.name in report.keep]
+    kept = [n for n in frame.nodes + frame.enters if n.name in report.keep and n.op not in EXIT_OPS]
     if kept:
         raise Unconvertible(f"loop node '{kept[0].name}' is to be kept (fetched)")
     body_nodes = needed

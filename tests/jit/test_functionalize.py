@@ -376,7 +376,11 @@ def test_a_loop_value_the_caller_fetches_keeps_the_loop():
     report = functionalize(graph, keep=[i.name, step])
     assert not report.changed and "is to be kept" in report.not_converted[0].reason
     assert "Enter" in graph.ops()
-    # Without that fetch it converts.
+    # Nor does fetching a value of its machinery (the loop variable before the condition).
+    graph = b.graph.copy()
+    report = functionalize(graph, keep=[i.name, "while/Merge"])
+    assert not report.changed and "is to be kept" in report.not_converted[0].reason
+    # Without those fetches it converts.
     graph = b.graph.copy()
     assert functionalize(graph, keep=[i.name]).converted == Counter({"StatelessWhile": 1})
 
