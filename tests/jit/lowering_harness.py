@@ -39,8 +39,9 @@ def make_node(op: str, inputs, attrs: dict):
     return graph.add_node(op, op.lower(), inputs=refs, attrs=attrs), arrays
 
 
-def run_lowering(node, arrays):
-    """The node's lowering under jax.jit, static inputs passed as numpy arrays."""
+def run_lowering(node, arrays, traced=()):
+    """The node's lowering under jax.jit, static inputs passed as numpy arrays (except those in
+    `traced`, which the lowering must accept traced: its dynamic path)."""
     import jax
     import jax.numpy as jnp
 
@@ -52,6 +53,8 @@ def run_lowering(node, arrays):
     out_dtypes = [d.base.numpy for d in node.spec.output_dtypes(node)]
     ctx = registry.LowerContext(node, out_dtypes, jnp, jax.lax)
     static = {slot % len(arrays) for slot in lowering.static_inputs}   # negative: from the end
+    assert set(traced) <= {slot % len(arrays) for slot in lowering.traced_ok}, "not a traced_ok input"
+    static -= set(traced)
     traced_positions = [i for i in range(len(arrays)) if i not in static]
 
     def compiled(*traced):
@@ -65,14 +68,14 @@ def run_lowering(node, arrays):
     return tuple(np.asarray(value) for value in outputs)
 
 
-def compare(op, inputs, attrs=None, rtol=1e-5, atol=1e-6):
+def compare(op, inputs, attrs=None, rtol=1e-5, atol=1e-6, traced=()):
     """Sums (rtol 1e-4 cases: convolutions, reductions) get an absolute tolerance of rtol times the
     output's largest finite magnitude too: an element near zero from terms of that size keeps only
     that much of an absolute error, whichever order the terms are added in."""
     node, arrays = make_node(op, inputs, attrs or {})
     with np.errstate(all="ignore"):   # the executor runs kernels with warnings off
         expected = run_node(node, arrays)
-    actual = run_lowering(node, arrays)
+    actual = run_lowering(node, arrays, traced)
     assert len(actual) == len(expected)
     for index, (got, want) in enumerate(zip(actual, expected)):
         where = f"{op} output {index}"
