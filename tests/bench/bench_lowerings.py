@@ -182,6 +182,29 @@ WORKLOADS = {
                                                          np.abs(f32(64))],
                                     {"is_training": False, "epsilon": 1e-3, "data_format": "NHWC",
                                      "U": dtypes.float32}, "FusedBatchNormV3 inference 8x32x32x64"),
+    "maxpool_grad": single_op_workload(
+        "MaxPoolGrad", [f32(8, 64, 64, 32), f32(8, 32, 32, 32), f32(8, 32, 32, 32)], pool_attrs(3, 2),
+        "MaxPoolGrad 3x3/2 8x64x64x32"),
+    "avgpool_grad": single_op_workload(
+        "AvgPoolGrad", [np.array([8, 64, 64, 32], np.int32), f32(8, 32, 32, 32)], pool_attrs(3, 2),
+        "AvgPoolGrad 3x3/2 8x64x64x32"),
+    "conv_backprop_input": single_op_workload(
+        "Conv2DBackpropInput", [np.array([8, 32, 32, 32], np.int32), f32(3, 3, 32, 32), f32(8, 32, 32, 32)],
+        conv_attrs(), "Conv2DBackpropInput 3x3 8x32x32x32 -> 32"),
+    "conv_backprop_filter": single_op_workload(
+        "Conv2DBackpropFilter", [f32(8, 32, 32, 32), np.array([3, 3, 32, 32], np.int32), f32(8, 32, 32, 32)],
+        conv_attrs(), "Conv2DBackpropFilter 3x3 8x32x32x32 -> 32"),
+    "batchnorm_grad": single_op_workload(
+        "FusedBatchNormGradV3", [f32(8, 32, 32, 64), f32(8, 32, 32, 64), f32(64), f32(64), np.abs(f32(64)), f32(0)],
+        {"is_training": True, "epsilon": 1e-3, "data_format": "NHWC", "U": dtypes.float32},
+        "FusedBatchNormGradV3 training 8x32x32x64"),
+    "segment_sum": single_op_workload(
+        "UnsortedSegmentSum", [f32(10000, 64), RNG.integers(0, 500, 10000).astype(np.int32), np.array(500, np.int32)],
+        {"Tindices": dtypes.int32, "Tnumsegments": dtypes.int32}, "UnsortedSegmentSum 10000x64 rows into 500"),
+    "gather": single_op_workload(
+        "GatherV2", [f32(50000, 64), RNG.integers(0, 50000, 4096).astype(np.int32), np.array(0, np.int32)],
+        {"Tindices": dtypes.int32, "Taxis": dtypes.int32, "batch_dims": 0, "Tparams": dtypes.float32},
+        "GatherV2 4096 rows of 50000x64"),
     "softmax": single_op_workload("Softmax", [f32(256, 1000)], {}, "Softmax 256x1000"),
     "matmul": single_op_workload("MatMul", [f32(512, 1024), f32(1024, 1024)],
                                  {"transpose_a": False, "transpose_b": False}, "MatMul 512x1024 @ 1024x1024"),

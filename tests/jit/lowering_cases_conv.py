@@ -90,3 +90,9 @@ CASES.append(("MaxPool", [np.full((1, 4, 4, 1), -np.inf, F32)],
 CASES += [("Conv2D", [image(2, 6, 7, 3), floats(3, 3, 1, 6)], conv_attrs("SAME", strides=(2, 1)), CONV_RTOL),
           ("Conv2D", [image(1, 6, 7, 4, "NCHW"), floats(2, 2, 1, 4)], conv_attrs("VALID", data_format="NCHW"),
            CONV_RTOL)]
+# 1x1 filters at stride 1: the filter gradient as one matmul (padding still applies with EXPLICIT).
+CASES += [("Conv2DBackpropFilter", [image(2, 5, 6, 3), np.array([1, 1, 3, 4], I32), floats(2, 5, 6, 4)],
+           conv_attrs("SAME"), CONV_RTOL),
+          ("Conv2DBackpropFilter", [image(2, 5, 6, 3, "NCHW"), np.array([1, 1, 3, 4], I32),
+                                    image(2, 6, 6, 4, "NCHW")],
+           conv_attrs("EXPLICIT", data_format="NCHW", explicit=[(1, 0), (0, 0)]), CONV_RTOL)]
