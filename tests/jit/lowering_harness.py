@@ -82,7 +82,7 @@ def compare(op, inputs, attrs=None, rtol=1e-5, atol=1e-6, traced=()):
         assert got.dtype == want.dtype, f"{where}: dtype {got.dtype} != {want.dtype}"
         assert got.shape == want.shape, f"{where}: shape {got.shape} != {want.shape}"
         if want.dtype.kind in "fc" or want.dtype.kind == "V":
-            finite = np.abs(want[np.isfinite(want)].astype(np.float64))
+            finite = np.abs(want[np.isfinite(want)]).astype(np.float64)
             if rtol >= 1e-4 and finite.size:
                 atol = max(atol, rtol * float(finite.max()))
             np.testing.assert_allclose(got.astype(np.float64) if want.dtype.kind == "V" else got,

@@ -25,6 +25,12 @@ def _int_or_float(node) -> str | None:
     return None if dtype.kind in "iuf" else f"{node.op} on {dtype} has no lowering"
 
 
+def _numeric(node) -> str | None:
+    """Integer, real and complex dtypes (the ring operations)."""
+    dtype = node.spec.input_dtypes(node)[0].base.numpy
+    return None if dtype.kind in "iufc" else f"{node.op} on {dtype} has no lowering"
+
+
 def _float_only(node) -> str | None:
     dtype = node.spec.input_dtypes(node)[0].base.numpy
     return None if dtype.kind == "f" else f"{node.op} on {dtype} has no lowering"
@@ -35,17 +41,17 @@ def _integer_only(node) -> str | None:
     return None if dtype.kind in "iu" else f"{node.op} on {dtype} has no lowering"
 
 
-@lowering("Add", "AddV2", complex_ok=True, supports=_int_or_float)
+@lowering("Add", "AddV2", complex_ok=True, supports=_numeric)
 def add(ctx, x, y):
     return ctx.jnp.add(x, y)
 
 
-@lowering("Sub", complex_ok=True, supports=_int_or_float)
+@lowering("Sub", complex_ok=True, supports=_numeric)
 def sub(ctx, x, y):
     return ctx.jnp.subtract(x, y)
 
 
-@lowering("Mul", complex_ok=True, supports=_int_or_float)
+@lowering("Mul", complex_ok=True, supports=_numeric)
 def mul(ctx, x, y):
     return ctx.jnp.multiply(x, y)
 
