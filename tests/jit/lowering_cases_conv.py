@@ -96,3 +96,22 @@ CASES += [("Conv2DBackpropFilter", [image(2, 5, 6, 3), np.array([1, 1, 3, 4], I3
           ("Conv2DBackpropFilter", [image(2, 5, 6, 3, "NCHW"), np.array([1, 1, 3, 4], I32),
                                     image(2, 6, 6, 4, "NCHW")],
            conv_attrs("EXPLICIT", data_format="NCHW", explicit=[(1, 0), (0, 0)]), CONV_RTOL)]
+
+# The remapper's fused ops: every fusion the interpreter implements, both layouts and filter formats.
+for data_format in ("NHWC", "NCHW"):
+    for fused_ops in (["BiasAdd"], ["BiasAdd", "Relu"], ["BiasAdd", "Relu6"], ["BiasAdd", "Elu"],
+                      ["BiasAdd", "LeakyRelu"], ["FusedBatchNorm"], ["FusedBatchNorm", "Relu"]):
+        args = [floats(4)] if fused_ops[0] == "BiasAdd" else [floats(4), floats(4), floats(4), floats(4, low=0.1, high=2)]
+        attrs = {**conv_attrs("SAME", strides=(2, 1), data_format=data_format), "fused_ops": fused_ops,
+                 "num_args": len(args), "epsilon": 1e-3, "leakyrelu_alpha": 0.3,
+                 "TArgs": [np.dtype(F32)] * len(args)}
+        CASES.append(("_FusedConv2D", [image(2, 6, 7, 3, data_format), floats(3, 2, 3, 4), *args], attrs, CONV_RTOL))
+CASES.append(("_FusedConv2D", [image(1, 5, 5, 3), floats(4, 3, 3, 3), floats(4)],
+              {**conv_attrs("VALID"), "fused_ops": ["BiasAdd", "Relu"], "num_args": 1, "filter_format": "OIHW",
+               "TArgs": [np.dtype(F32)]}, CONV_RTOL))
+for fused_ops in (["BiasAdd"], ["BiasAdd", "Relu"], ["BiasAdd", "Tanh"], ["BiasAdd", "Sigmoid"],
+                  ["BiasAdd", "LeakyRelu"], ["BiasAdd", "Elu"], ["BiasAdd", "Relu6"]):
+    CASES.append(("_FusedMatMul", [floats(3, 4), floats(4, 5), floats(5)],
+                  {"fused_ops": fused_ops, "num_args": 1, "transpose_a": False, "transpose_b": False}, CONV_RTOL))
+CASES.append(("_FusedMatMul", [floats(4, 3), floats(5, 4), floats(5)],
+              {"fused_ops": ["BiasAdd"], "num_args": 1, "transpose_a": True, "transpose_b": True}, CONV_RTOL))

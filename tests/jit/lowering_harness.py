@@ -21,11 +21,13 @@ def make_node(op: str, inputs, attrs: dict):
     attrs = dict(attrs)
     position = 0
     for arg in spec.inputs:
+        # A list input takes the count its attr gives, else what the other inputs leave.
+        rest = len(arrays) - position - (len(spec.inputs) - spec.inputs.index(arg) - 1)
         if arg.number_attr:
-            count = attrs.setdefault(arg.number_attr, len(arrays) - len(spec.inputs) + 1)
+            count = attrs.setdefault(arg.number_attr, rest)
             items = arrays[position:position + count]
         elif arg.type_list_attr:
-            count = len(arrays) - len(spec.inputs) + 1
+            count = len(attrs[arg.type_list_attr]) if arg.type_list_attr in attrs else rest
             items = arrays[position:position + count]
             attrs.setdefault(arg.type_list_attr, [dtypes.as_dtype(a.dtype) for a in items])
         else:

@@ -21,7 +21,13 @@ CASES = [case for family in FAMILIES for case in family.CASES]
 
 def _attrs(attrs: dict) -> dict:
     """numpy dtypes in a case's attrs as DTypes (the IR's attr values)."""
-    return {k: dtypes.as_dtype(v) if isinstance(v, np.dtype) else v for k, v in attrs.items()}
+    def convert(value):
+        if isinstance(value, np.dtype):
+            return dtypes.as_dtype(value)
+        if isinstance(value, list) and value and isinstance(value[0], np.dtype):
+            return [dtypes.as_dtype(v) for v in value]
+        return value
+    return {k: convert(v) for k, v in attrs.items()}
 
 
 def _case_id(case) -> str:
