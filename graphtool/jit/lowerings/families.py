@@ -1,3 +1,13 @@
 """Imports every family module of lowerings (each registers itself on import)."""
-from . import (array, array_index, complex_fft, conv, linalg, math, nn, nn_train, pool, pool_grad,  # noqa: F401
-               fused, reduce, segment, space, top_k)
+from importlib import import_module
+
+from . import (array, array_index, complex_fft, conv, fused, linalg, math, nn, nn_train,  # noqa: F401
+               pool, pool_grad, reduce, segment, space, top_k)
+
+# The engine's own families (h-jitcore's branch): imported where present.
+for _family in ("control_flow", "tensor_list"):
+    try:
+        import_module(f"{__package__}.{_family}")
+    except ModuleNotFoundError as error:
+        if error.name != f"{__package__}.{_family}":
+            raise
