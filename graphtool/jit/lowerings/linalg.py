@@ -57,6 +57,9 @@ def cholesky(ctx, x):
     return jnp.tril(factor)   # NaN (not positive definite) stays in the lower triangle only
 
 
+# MatrixInverse: jnp.linalg.inv. 64 x 32x32 float32, ms, three runs (bench_lowerings.py and a
+# side script): interpreter (numpy's LAPACK) 1.7-3.2, jnp.linalg.inv 2.5-8.8, an explicit LU and
+# two triangular solves 2.5-14; within this machine's noise none is reliably faster.
 @lowering("MatrixInverse", supports=_float)
 def matrix_inverse(ctx, x):
     if not x.size:

@@ -20,7 +20,9 @@ def _integer_input(node) -> str | None:
                                             f"steps, which XLA's top_k does not")
 
 
-@lowering("TopKV2", static_inputs=(1,), supports=_integer_input)
+# Never profitable: k=10 of 64x10000 int32 takes 198-325 ms with lax.top_k (a full argsort: 220 ms)
+# against 51-68 ms for the interpreter's numpy sort (bench_lowerings.py top_k, two runs).
+@lowering("TopKV2", static_inputs=(1,), supports=_integer_input, profitable=lambda node: False)
 def top_k_v2(ctx, x, k):
     values, indices = ctx.lax.top_k(x, static_int(k))
     return values, indices
