@@ -115,3 +115,11 @@ for fused_ops in (["BiasAdd"], ["BiasAdd", "Relu"], ["BiasAdd", "Tanh"], ["BiasA
                   {"fused_ops": fused_ops, "num_args": 1, "transpose_a": False, "transpose_b": False}, CONV_RTOL))
 CASES.append(("_FusedMatMul", [floats(4, 3), floats(5, 4), floats(5)],
               {"fused_ops": ["BiasAdd"], "num_args": 1, "transpose_a": True, "transpose_b": True}, CONV_RTOL))
+
+for padding in ("SAME", "VALID"):
+    for ksizes, strides, rates in (((2, 2), (1, 1), (1, 1)), ((3, 2), (2, 3), (1, 1)), ((2, 3), (1, 2), (2, 1))):
+        attrs = {"ksizes": [1, *ksizes, 1], "strides": [1, *strides, 1], "rates": [1, *rates, 1], "padding": padding}
+        CASES += [("ExtractImagePatches", [image(2, 7, 8, 3)], attrs),
+                  ("ExtractImagePatches", [np.arange(2 * 5 * 5 * 2, dtype=np.int64).reshape(2, 5, 5, 2)], attrs)]
+CASES.append(("ExtractImagePatches", [image(1, 2, 2, 3)],
+              {"ksizes": [1, 3, 3, 1], "strides": [1, 1, 1, 1], "rates": [1, 1, 1, 1], "padding": "VALID"}))
