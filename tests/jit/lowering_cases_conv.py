@@ -123,3 +123,14 @@ for padding in ("SAME", "VALID"):
                   ("ExtractImagePatches", [np.arange(2 * 5 * 5 * 2, dtype=np.int64).reshape(2, 5, 5, 2)], attrs)]
 CASES.append(("ExtractImagePatches", [image(1, 2, 2, 3)],
               {"ksizes": [1, 3, 3, 1], "strides": [1, 1, 1, 1], "rates": [1, 1, 1, 1], "padding": "VALID"}))
+
+RESIZE_MODES = [{"align_corners": False, "half_pixel_centers": False},
+                {"align_corners": True, "half_pixel_centers": False},
+                {"align_corners": False, "half_pixel_centers": True}]
+for mode in RESIZE_MODES:
+    for size in ((5, 9), (2, 3), (1, 1)):
+        CASES += [("ResizeBilinear", [image(2, 4, 6, 3), np.array(size, I32)], mode),
+                  ("ResizeNearestNeighbor", [image(2, 4, 6, 3), np.array(size, I32)], mode),
+                  ("ResizeNearestNeighborGrad", [image(2, *size, 3), np.array((4, 6), I32)], mode, CONV_RTOL),
+                  ("ResizeBilinearGrad", [image(2, *size, 3), image(2, 4, 6, 3)], mode, CONV_RTOL)]
+    CASES.append(("ResizeBilinear", [image(1, 3, 3, 2, dtype=F64), np.array((7, 2), I32)], mode))
