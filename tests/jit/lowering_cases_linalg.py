@@ -76,3 +76,16 @@ CASES += [("TopKV2", [ROWS, np.array(3, I32)], {"sorted": True}),
           ("InTopKV2", [np.array([[0.1, 0.5, 0.5], [np.nan, 1, 2], [3, 2, 1]], F32), np.array([2, 2, 5], I32),
                         np.array(1, I32)], {}),
           ("InTopKV2", [floats(4, 6), np.array([0, 1, 2, -1], I64), np.array(3, I64)], {})]
+
+ALIGNS = ("LEFT_LEFT", "RIGHT_LEFT", "LEFT_RIGHT", "RIGHT_RIGHT")
+CASES += [("MatrixDiagPart", [floats(2, 3, 4)], {}), ("MatrixDiag", [ints(2, 3)], {}),
+          ("MatrixSetDiag", [floats(2, 4, 3), floats(2, 3)], {}),
+          ("MatrixDiagPartV2", [floats(3, 4), np.array([-1, 1], I32), np.float32(9)], {}),
+          ("MatrixDiagV2", [floats(2, 3), np.array(1, I32), np.array(-1, I32), np.array(-1, I32), np.float32(0)], {}),
+          ("MatrixSetDiagV2", [floats(3, 3), floats(3), np.array(0, I32)], {})]
+for align in ALIGNS:
+    CASES += [("MatrixDiagPartV3", [floats(2, 4, 5), np.array([-2, 1], I32), np.float32(-1)], {"align": align}),
+              ("MatrixDiagPartV3", [ints(3, 3), np.array(1, I32), np.int32(7)], {"align": align}),
+              ("MatrixDiagV3", [floats(3, 4), np.array([-1, 1], I32), np.array(5, I32), np.array(-1, I32),
+                                np.float32(2.5)], {"align": align}),
+              ("MatrixSetDiagV3", [floats(2, 4, 5), floats(2, 4, 4), np.array([-2, 1], I32)], {"align": align})]

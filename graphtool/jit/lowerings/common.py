@@ -108,6 +108,18 @@ def attr_is(name: str, *allowed):
     return check
 
 
+def traced_kernel(ctx, *inputs):
+    """The node's interpreter kernel run with jax.numpy as its array module: for kernels written
+    against `xp` that take their metadata (sizes, offsets) from static inputs on the host and
+    never write into arrays, tracing them gives the interpreter's semantics by construction."""
+    from ...exec.kernels import CPU, KernelContext, bind
+    from ...exec.kernels import lookup as kernel_lookup
+
+    node = ctx.node
+    kernel_ctx = KernelContext(ctx.jnp, node.name, node.op, node.spec.output_dtypes(node), CPU)
+    return bind(kernel_lookup(node.op, CPU), node)(kernel_ctx, *inputs)
+
+
 def all_of(*checks):
     def check(node):
         for one in checks:

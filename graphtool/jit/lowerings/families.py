@@ -1,7 +1,7 @@
 """Imports every family module of lowerings (each registers itself on import)."""
 from importlib import import_module
 
-from . import (array, array_index, complex_fft, conv, fused, linalg, math, nn, nn_train,  # noqa: F401
+from . import (array, array_index, complex_fft, conv, diag, fused, linalg, math, nn, nn_train,  # noqa: F401
                patches, pool, pool_grad, reduce, resize, segment, space, top_k)
 
 # The engine's own families (h-jitcore's branch): imported where present.

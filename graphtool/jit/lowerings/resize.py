@@ -6,17 +6,7 @@ it is, so the compiled op reads exactly the pixels the interpreter reads.
 """
 from __future__ import annotations
 
-from ...exec.kernels import CPU, KernelContext, bind
-from ...exec.kernels import lookup as kernel_lookup
-from .common import lowering
-
-
-def _traced_kernel(ctx, *inputs):
-    """Run the node's CPU kernel with jax.numpy as its array module."""
-    node = ctx.node
-    kernel_def = kernel_lookup(node.op, CPU)
-    kernel_ctx = KernelContext(ctx.jnp, node.name, node.op, node.spec.output_dtypes(node), CPU)
-    return bind(kernel_def, node)(kernel_ctx, *inputs)
+from .common import lowering, traced_kernel
 
 
 def _float(node) -> str | None:
@@ -26,14 +16,14 @@ def _float(node) -> str | None:
 
 @lowering("ResizeBilinear", "ResizeNearestNeighbor", static_inputs=(1,), supports=_float)
 def resize(ctx, images, size):
-    return _traced_kernel(ctx, images, size)
+    return traced_kernel(ctx, images, size)
 
 
 @lowering("ResizeNearestNeighborGrad", static_inputs=(1,), supports=_float)
 def resize_nearest_neighbor_grad(ctx, grads, size):
-    return _traced_kernel(ctx, grads, size)
+    return traced_kernel(ctx, grads, size)
 
 
 @lowering("ResizeBilinearGrad", supports=_float)
 def resize_bilinear_grad(ctx, grads, original_image):
-    return _traced_kernel(ctx, grads, original_image)
+    return traced_kernel(ctx, grads, original_image)
