@@ -11,11 +11,12 @@ pytest.importorskip("jax")
 from graphtool import dtypes  # noqa: E402
 from graphtool.jit.lowerings import registry  # noqa: E402
 from tests.jit import (lowering_cases_array, lowering_cases_conv, lowering_cases_linalg,  # noqa: E402
-                       lowering_cases_math, lowering_cases_nn, lowering_cases_reduce, lowering_cases_train)
+                       lowering_cases_math, lowering_cases_nn, lowering_cases_reduce, lowering_cases_traced,
+                       lowering_cases_train)
 from tests.jit.lowering_harness import compare  # noqa: E402
 
 FAMILIES = (lowering_cases_math, lowering_cases_reduce, lowering_cases_nn, lowering_cases_conv,
-            lowering_cases_array, lowering_cases_train, lowering_cases_linalg)
+            lowering_cases_array, lowering_cases_train, lowering_cases_linalg, lowering_cases_traced)
 CASES = [case for family in FAMILIES for case in family.CASES]
 
 
