@@ -147,7 +147,8 @@ def conv_workload(shape, taps, out, stride, padding="SAME"):
             return patches @ w.transpose(2, 0, 1, 3).reshape(-1, out)
 
         return {"interpreter Conv2D kernel": (interpreter_fn(node), False),
-                "jit: lax.conv_general_dilated (chosen)": (jax.jit(lambda x, w: registry.lookup("Conv2D").fn(ctx, x, w)), True),
+                "jit: lax.conv_general_dilated (chosen)": (
+                    jax.jit(lambda x, w: registry.lookup("Conv2D").fn(ctx, x, w)), True),
                 "jit: im2col patches @ matmul": (jax.jit(im2col), True)}, [x, w]
     workload.__doc__ = f"Conv2D {shape} {taps}x{taps} -> {out}, stride {stride}, {padding}"
     return workload

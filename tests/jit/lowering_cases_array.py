@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.jit.lowering_cases_math import BOOLS, F32, F64, I32, I64, floats, ints
+from tests.jit.lowering_cases_math import BOOLS, F64, I32, I64, floats, ints
 
 F16 = np.float16
 X = floats(2, 3, 4)

@@ -101,7 +101,8 @@ CASES += [("Conv2DBackpropFilter", [image(2, 5, 6, 3), np.array([1, 1, 3, 4], I3
 for data_format in ("NHWC", "NCHW"):
     for fused_ops in (["BiasAdd"], ["BiasAdd", "Relu"], ["BiasAdd", "Relu6"], ["BiasAdd", "Elu"],
                       ["BiasAdd", "LeakyRelu"], ["FusedBatchNorm"], ["FusedBatchNorm", "Relu"]):
-        args = [floats(4)] if fused_ops[0] == "BiasAdd" else [floats(4), floats(4), floats(4), floats(4, low=0.1, high=2)]
+        args = ([floats(4)] if fused_ops[0] == "BiasAdd" else
+                [floats(4), floats(4), floats(4), floats(4, low=0.1, high=2)])
         attrs = {**conv_attrs("SAME", strides=(2, 1), data_format=data_format), "fused_ops": fused_ops,
                  "num_args": len(args), "epsilon": 1e-3, "leakyrelu_alpha": 0.3,
                  "TArgs": [np.dtype(F32)] * len(args)}

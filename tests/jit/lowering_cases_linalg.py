@@ -56,7 +56,8 @@ for lower in (True, False):
                    {"lower": lower, "adjoint": adjoint}),
                   ("MatrixTriangularSolve", [well_conditioned(n=3, dtype=F32), floats(2, 3, 2)],
                    {"lower": lower, "adjoint": adjoint}, 1e-4)]
-CASES += [("MatrixTriangularSolve", [well_conditioned(n=3), floats(3, 0, dtype=F64)], {"lower": True, "adjoint": False}),
+CASES += [("MatrixTriangularSolve", [well_conditioned(n=3), floats(3, 0, dtype=F64)],
+           {"lower": True, "adjoint": False}),
           ("Cholesky", [positive_definite(2)], {}), ("Cholesky", [positive_definite(n=3, dtype=F32)], {}, 1e-4),
           ("Cholesky", [np.array([[1.0, 0.0], [5.0, -3.0]])], {}),      # not positive definite: NaN
           ("Cholesky", [floats(0, 3, 3, dtype=F64)], {}),
