@@ -50,3 +50,27 @@ def test_every_lowering_has_a_case():
     covered = {case[0] for case in CASES}
     missing = sorted(set(registry.all_lowerings()) - covered)
     assert not missing, f"lowerings without a test case: {missing}"
+
+
+def test_a_cast_predicate_multiplied_into_nan_keeps_the_nan():
+    """y * Cast(mask) compiled as one program: TensorFlow gives NaN where y is NaN or inf and the
+    mask is 0 (XLA simplifies y * convert(mask) to a select unless the cast avoids the pattern)."""
+    import jax
+    import jax.numpy as jnp
+
+    from tests.jit.lowering_harness import make_node
+
+    values = np.array([np.nan, np.inf, -np.inf, 2.0], np.float32)
+    mask = np.array([False, False, False, True])
+    cast, _ = make_node("Cast", [mask], _attrs({"SrcT": np.dtype(bool), "DstT": np.dtype(np.float32),
+                                               "Truncate": False}))
+    mul, _ = make_node("Mul", [values, values], {})
+
+    def program(y, m):
+        as_float = registry.lookup("Cast").fn(registry.LowerContext(cast, [np.dtype(np.float32)], jnp, jax.lax), m)
+        return registry.lookup("Mul").fn(registry.LowerContext(mul, [np.dtype(np.float32)], jnp, jax.lax),
+                                         y, as_float)
+
+    with np.errstate(invalid="ignore"):
+        expected = values * mask.astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(jax.jit(program)(values, mask)), expected)

@@ -354,6 +354,11 @@ def cast(ctx, x):
         return x
     if destination == np.bool_:
         return x != const(ctx, 0, x)
+    if x.dtype == np.bool_:
+        # A select, not a convert: XLA rewrites y * convert(p) as select(p, y, 0), which loses
+        # TensorFlow's NaN * 0 = NaN (a mask multiplied into NaN or inf values); y * select(p, 1, 0)
+        # it leaves alone.
+        return ctx.jnp.where(x, np.ones((), destination), np.zeros((), destination))
     if is_integer(destination) and x.dtype.kind == "f":
         # As x86-64 does (the interpreter's rule): truncate toward zero in int32 (int64 for wide
         # outputs and uint32), NaN and out of range giving INT_MIN, then wrap to the destination.
