@@ -135,3 +135,13 @@ for mode in RESIZE_MODES:
                   ("ResizeNearestNeighborGrad", [image(2, *size, 3), np.array((4, 6), I32)], mode, CONV_RTOL),
                   ("ResizeBilinearGrad", [image(2, *size, 3), image(2, 4, 6, 3)], mode, CONV_RTOL)]
     CASES.append(("ResizeBilinear", [image(1, 3, 3, 2, dtype=F64), np.array((7, 2), I32)], mode))
+
+for data_format in ("NDHWC", "NCDHW"):
+    five = (lambda v: [1, 1, *v]) if data_format == "NCDHW" else (lambda v: [1, *v, 1])
+    x = floats(2, 5, 6, 4, 3)
+    x = x.transpose(0, 4, 1, 2, 3).copy() if data_format == "NCDHW" else x
+    for padding, strides, dilations in (("SAME", (1, 1, 1), (1, 1, 1)), ("VALID", (2, 1, 2), (1, 1, 1)),
+                                        ("SAME", (1, 2, 1), (2, 1, 1))):
+        CASES.append(("Conv3D", [x, floats(2, 3, 2, 3, 4)], {"strides": five(strides), "dilations": five(dilations),
+                                                             "padding": padding, "data_format": data_format},
+                      CONV_RTOL))

@@ -44,3 +44,12 @@ for padding in ("SAME", "VALID"):
 CASES += [("DiagPart", [floats(3, 2, 3, 2)], {}), ("DiagPart", [ints(4, 4)], {}),
           ("Reverse", [floats(2, 3, 4), np.array([True, False, True])], {}),
           ("Reverse", [ints(3), np.array([False])], {})]
+
+for padding in ("SAME", "VALID"):
+    for ksize, strides in (((2, 2), (2, 2)), ((3, 2), (1, 2))):
+        x = floats(2, 5, 6, 3)
+        x.reshape(-1)[::5] = 0.25   # ties: the first maximum's index
+        for batch_in_index in (False, True):
+            CASES.append(("MaxPoolWithArgmax", [x], {"ksize": [1, *ksize, 1], "strides": [1, *strides, 1],
+                                                     "padding": padding, "include_batch_in_index": batch_in_index,
+                                                     "Targmax": np.dtype(np.int64)}))

@@ -238,3 +238,30 @@ def conv2d_backprop_filter(ctx, image, filter_sizes, grad):
         padded, grad, window_strides=geometry.dilations, padding=((0, 0), (0, 0)),
         rhs_dilation=geometry.strides, dimension_numbers=("CHWN", "IHWO", "HWNC"),
         precision=lax.Precision.HIGHEST)
+
+
+# --- Conv3D ---------------------------------------------------------------------------------
+
+def _conv3d_supported(node) -> str | None:
+    data_format = node.attr("data_format", "NDHWC")
+    if data_format not in ("NDHWC", "NCDHW"):
+        return f"Conv3D with data_format {data_format} has no lowering"
+    for name in ("strides", "dilations"):
+        values = list(node.attr(name, [1] * 5) or [1] * 5)
+        if len(values) != 5 or any(v != 1 for v in _batch_and_channel(values, data_format)) or min(values) < 1:
+            return f"Conv3D with {name}={values} has no lowering"
+    dtype = node.spec.output_dtypes(node)[0].base.numpy
+    return None if dtype.kind == "f" else f"Conv3D on {dtype} has no lowering"
+
+
+@lowering("Conv3D", supports=_conv3d_supported)
+def conv3d(ctx, image, filt):
+    layout = ctx.attr("data_format", "NDHWC")
+    strides = _spatial(ctx.attr("strides"), layout)
+    dilations = _spatial(ctx.attr("dilations", [1] * 5), layout)
+    pads, _ = window_geometry(_spatial(image.shape, layout), filt.shape[:3], strides, dilations, ctx.attr("padding"))
+    in_depth = _batch_and_channel(image.shape, layout)[1]
+    return ctx.lax.conv_general_dilated(
+        image, filt, window_strides=strides, padding=pads, rhs_dilation=dilations,
+        dimension_numbers=(layout, "DHWIO", layout), feature_group_count=in_depth // filt.shape[3],
+        precision=ctx.lax.Precision.HIGHEST)

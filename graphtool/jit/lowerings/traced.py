@@ -41,6 +41,17 @@ def windowed(ctx, *inputs):
     return traced_kernel(ctx, *inputs)
 
 
+def _argmax_supported(node) -> str | None:
+    return _float(node) or (None if node.attr("padding") in ("SAME", "VALID") else
+                            f"MaxPoolWithArgmax with padding {node.attr('padding')} has no lowering")
+
+
+# The first maximum of each window and its flat index (kernels/nn_pool.py).
+@lowering("MaxPoolWithArgmax", supports=_argmax_supported)
+def max_pool_with_argmax(ctx, image):
+    return traced_kernel(ctx, image)
+
+
 @lowering("DiagPart", half=True, complex_ok=True)
 def diag_part(ctx, x):
     return traced_kernel(ctx, x)
