@@ -151,12 +151,14 @@ def run(step, schedule: Schedule) -> list | None:
     feeds, pool, root = step.feeds, step.pool, step.root_frame()
     deadline, clock = step.deadline, time.monotonic
     executed = 0
+    item = None
     for entry in schedule.entries:
-        item, kind, count, single_in, getter, single_out, out_pairs, freed, overlaps = entry
-        if deadline is not None and clock() > deadline:
-            step.last, step.nodes_executed = (item, root, 0), executed + step.nodes_executed
+        if deadline is not None and clock() > deadline:   # `item` is still the one run last
+            step.last = None if item is None else (item, root, 0)
+            step.nodes_executed += executed
             step._check_deadline()
             return None
+        item, kind, count, single_in, getter, single_out, out_pairs, freed, overlaps = entry
         if kind == NORMAL:
             if count == 1:
                 inputs = (values[single_in],)
@@ -164,7 +166,11 @@ def run(step, schedule: Schedule) -> list | None:
                 inputs = getter(values)
             else:
                 inputs = ()
-            if step.in_flight:   # a value may still be computed on the pool: wait for it
+            if step.in_flight and any(type(value) is _Pending for value in inputs):
+                # A value is still being computed on the pool: wait for it (a timeout meanwhile
+                # names the kernels still running).
+                step.nodes_executed += executed
+                executed, step.last = 0, None
                 while any(type(value) is _Pending for value in inputs):
                     if not _complete_one(step, values, schedule.outputs_of):
                         return None
@@ -183,7 +189,8 @@ def run(step, schedule: Schedule) -> list | None:
             try:
                 outputs = compute(item, inputs)
             except BaseException as exc:
-                step.last, step.nodes_executed = (item, root, 0), executed + step.nodes_executed
+                step.last = (item, root, 0)
+                step.nodes_executed += executed
                 step.error = step._kernel_error(item, inputs, exc)
                 return None
         elif kind == FED:
