@@ -252,9 +252,12 @@ class _Step(FrameDelivery):
                 # The hot path: an ordinary node, inputs taken straight from its iteration's slots.
                 state = frame.iterations[it]
                 count = item.num_inputs
-                if count:
-                    base = item.input_base
-                    slots = state.inputs
+                if count == 1:
+                    slots, base = state.inputs, item.input_base
+                    inputs = (slots[base],)
+                    slots[base] = None
+                elif count:
+                    slots, base = state.inputs, item.input_base
                     inputs = slots[base:base + count]
                     slots[base:base + count] = item.empty_inputs
                 else:
@@ -353,18 +356,22 @@ class _Step(FrameDelivery):
         item, frame, it = tagged
         kind = item.kind
         state = frame.iterations[it]
+        slots, base = state.inputs, item.input_base
+        if kind >= ENTER or kind == LOOP_COND:  # pass their one value along
+            value = slots[base]
+            slots[base] = None   # release: the consumer holds it now
+            if state.dead[item.local]:
+                self._finish(tagged, item.dead_outputs, True)
+            else:
+                self._finish(tagged, (value,), False)
+            return
         count = item.num_inputs
-        slots = state.inputs
-        base = item.input_base
         inputs = slots[base:base + count]
-        slots[base:base + count] = item.empty_inputs   # release: the consumer holds them now
+        slots[base:base + count] = item.empty_inputs
         if kind == MERGE:
             is_dead = state.dead[item.local] == count and state.pending[item.local] == 0
         else:
             is_dead = state.dead[item.local] > 0
-        if kind >= ENTER or kind == LOOP_COND:  # pass their value along
-            self._finish(tagged, item.dead_outputs if is_dead else (inputs[0],), is_dead)
-            return
         if kind == NORMAL:
             if is_dead:
                 outputs = item.dead_outputs

@@ -73,10 +73,48 @@ class FrameDelivery:
         if self.marks[item.id] != RAN:   # its first run, a fetch or a target
             self._note_finished(item, outputs, is_dead)
         state = frame.iterations[it]
+        if item.kind >= ENTER:
+            self._move_between_frames(item, outputs, is_dead, frame, it)
+        else:
+            # _deliver's body, inlined: this runs for every node, and a call is a good share of it.
+            pending, dead, slots, ready = state.pending, state.dead, state.inputs, self.ready
+            for port, edges in item.live_ports:
+                value = outputs[port]
+                for dst, local, slot, is_merge, arity in edges:
+                    if is_merge:
+                        count = pending[local]
+                        if value is DEAD:
+                            dead[local] += 1
+                            if dead[local] == arity and count == 1:
+                                pending[local] = 0
+                                state.outstanding_ops += 1
+                                ready.append((dst, frame, it))
+                        elif count & 1:  # the first live input wins; later ones are ignored
+                            slots[slot] = value
+                            pending[local] = count - 1
+                            if count == 1:
+                                state.outstanding_ops += 1
+                                ready.append((dst, frame, it))
+                        continue
+                    slots[slot] = value
+                    if value is DEAD:
+                        dead[local] += 1
+                    count = pending[local] - 1
+                    pending[local] = count
+                    if count == 0:
+                        state.outstanding_ops += 1
+                        ready.append((dst, frame, it))
+            if item.control_out:
+                self._deliver_control(item, is_dead, frame, it, state)
+        count = state.outstanding_ops - 1
+        state.outstanding_ops = count
+        if count == 0:
+            self._cleanup(frame, it)
+
+    def _move_between_frames(self, item: Item, outputs, is_dead: bool, frame: "FrameState", it: int) -> None:
+        """Finish an Enter, Exit or NextIteration: its value goes to another frame or iteration."""
         kind = item.kind
-        if kind < ENTER:
-            self._deliver(item, outputs, is_dead, frame, it, state)
-        elif kind == ENTER:
+        if kind == ENTER:
             self._enter(item, outputs, is_dead, frame, it)
         elif kind == EXIT:
             if is_dead:
@@ -90,10 +128,6 @@ class FrameDelivery:
                               parent.iterations[frame.parent_iter])
         elif not is_dead:  # NextIteration; a dead value ends the loop: it starts no iteration
             self._next_iteration(item, outputs, frame, it)
-        count = state.outstanding_ops - 1
-        state.outstanding_ops = count
-        if count == 0:
-            self._cleanup(frame, it)
 
     def _note_finished(self, item: Item, outputs, is_dead: bool) -> None:
         marks = self.marks
@@ -153,6 +187,13 @@ class FrameDelivery:
                 if count == 0:
                     state.outstanding_ops += 1
                     ready.append((dst, frame, it))
+        if src.control_out:
+            self._deliver_control(src, src_dead, frame, it, state)
+
+    def _deliver_control(self, src: Item, src_dead: bool, frame: FrameState, it: int,
+                         state: IterationState) -> None:
+        """Count `src`'s control edges (a dead source makes its control consumers dead)."""
+        pending, dead, ready = state.pending, state.dead, self.ready
         for dst in src.control_out:
             local = dst.local
             if dst.kind == MERGE:
