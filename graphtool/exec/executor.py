@@ -230,58 +230,65 @@ class _Step(FrameDelivery):
             self.ready.append((item, root, 0))
 
     def _loop(self, pool) -> None:
+        while True:
+            if self.error is None:   # after a failure, kernels still on the pool are only waited for
+                self._run_ready(pool)
+            if self.in_flight == 0:
+                return
+            self._wait_for_completion()
+
+    def _run_ready(self, pool) -> None:
+        """Run ready nodes until none is left (or the step fails): inline, or handed to the pool."""
         ready = self.ready
         popleft = ready.popleft
         deadline = self.deadline
         clock = time.monotonic
         compute, finish, process, wants_pool = self._compute, self._finish, self._process, self._wants_pool
-        tagged = None
-        while True:
-            while ready and self.error is None:
-                # The deadline is checked between any two nodes (a loop of cheap nodes, or one
-                # heavy kernel after another, stops at once); a kernel already running finishes.
-                if deadline is not None and clock() > deadline:
-                    self.last = tagged
-                    self._check_deadline()
+        tagged = self.last
+        while ready:
+            # The deadline is checked between any two nodes (a loop of cheap nodes, or one
+            # heavy kernel after another, stops at once); a kernel already running finishes.
+            if deadline is not None and clock() > deadline:
+                self.last = tagged
+                self._check_deadline()
+                break
+            tagged = popleft()
+            item, frame, it = tagged
+            if item.kind != NORMAL:
+                process(tagged)
+                if self.error is not None:   # a Switch, a transfer or a kernel run by a recorder failed
                     break
-                tagged = popleft()
-                item, frame, it = tagged
-                if item.kind != NORMAL:
-                    process(tagged)
-                    continue
-                # The hot path: an ordinary node, inputs taken straight from its iteration's slots.
-                state = frame.iterations[it]
-                count = item.num_inputs
-                if count == 1:
-                    slots, base = state.inputs, item.input_base
-                    inputs = (slots[base],)
-                    slots[base] = None
-                elif count:
-                    slots, base = state.inputs, item.input_base
-                    inputs = slots[base:base + count]
-                    slots[base:base + count] = item.empty_inputs
-                else:
-                    inputs = ()
-                if state.dead[item.local]:
-                    finish(tagged, item.dead_outputs, True)
-                    continue
-                # Worth a thread only when something else could run meanwhile.
-                if pool is not None and (ready or self.in_flight) and wants_pool(item, inputs):
-                    self.in_flight += 1
-                    self.running[id(tagged)] = tagged
-                    pool.submit(self._on_worker, tagged, inputs)
-                    continue
-                try:
-                    outputs = compute(item, inputs)
-                except BaseException as exc:
-                    self.last = tagged
-                    self.error = self._kernel_error(item, inputs, exc)
-                    break
-                finish(tagged, outputs, False)
-            self.last = tagged
-            if self.in_flight == 0:
-                return
-            self._wait_for_completion()
+                continue
+            # The hot path: an ordinary node, inputs taken straight from its iteration's slots.
+            state = frame.iterations[it]
+            count = item.num_inputs
+            if count == 1:
+                slots, base = state.inputs, item.input_base
+                inputs = (slots[base],)
+                slots[base] = None
+            elif count:
+                slots, base = state.inputs, item.input_base
+                inputs = slots[base:base + count]
+                slots[base:base + count] = item.empty_inputs
+            else:
+                inputs = ()
+            if state.dead[item.local]:
+                finish(tagged, item.dead_outputs, True)
+                continue
+            # Worth a thread only when something else could run meanwhile.
+            if pool is not None and (ready or self.in_flight) and wants_pool(item, inputs):
+                self.in_flight += 1
+                self.running[id(tagged)] = tagged
+                pool.submit(self._on_worker, tagged, inputs)
+                continue
+            try:
+                outputs = compute(item, inputs)
+            except BaseException as exc:
+                self.last = tagged
+                self.error = self._kernel_error(item, inputs, exc)
+                break
+            finish(tagged, outputs, False)
+        self.last = tagged
 
     def _drain(self, error: BaseException) -> None:
         if self.rendezvous is not None:  # wake Recvs still waiting, here and on other devices
@@ -322,7 +329,7 @@ class _Step(FrameDelivery):
     def _wants_pool(self, item: Item, inputs) -> bool:
         """Whether `item`'s kernel is worth a thread-pool hop (the caller has checked that
         something else could run meanwhile): the one place both ways of running decide it."""
-        return item.expensive or (len(inputs) > 0 and getattr(inputs[0], "size", 0) >= _BIG_INPUT)
+        return item.expensive or (bool(inputs) and getattr(inputs[0], "size", 0) >= _BIG_INPUT)
 
     def _on_worker(self, tagged, inputs) -> None:
         """A pool thread runs a kernel for this step: kernels there see this step's resources."""
@@ -385,7 +392,10 @@ class _Step(FrameDelivery):
             if is_dead:
                 outputs = (DEAD, DEAD)
             else:
-                index = next(i for i, v in enumerate(inputs) if v is not None and v is not DEAD)
+                # Only its first live input was written to its slots (frames.py): the one not None.
+                index = 0
+                while inputs[index] is None:
+                    index += 1
                 outputs = (inputs[index], item.value_indices[index])
         elif kind == SWITCH:
             if is_dead:
