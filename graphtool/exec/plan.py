@@ -32,9 +32,9 @@ def runs_without_kernel(op: str) -> bool:
     return op in _KIND_OF_OP
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Item:
-    """One node as the executor sees it."""
+    """One node as the executor sees it (slots: the executor reads its fields for every node)."""
 
     id: int
     node: Node
