@@ -11,7 +11,7 @@ are cleared when a node runs, so values are released after their last consumer.
 """
 from __future__ import annotations
 
-from .plan import ENTER, EXIT, MERGE, FrameTemplate, Item
+from .plan import ENTER, EXIT, MERGE, NEXT_ITERATION, FrameTemplate, Item
 
 
 class _Dead:
@@ -73,9 +73,8 @@ class FrameDelivery:
         if self.marks[item.id] != RAN:   # its first run, a fetch or a target
             self._note_finished(item, outputs, is_dead)
         state = frame.iterations[it]
-        if item.kind >= ENTER:
-            self._move_between_frames(item, outputs, is_dead, frame, it)
-        else:
+        kind = item.kind
+        if kind < ENTER:
             # _deliver's body, inlined: this runs for every node, and a call is a good share of it.
             pending, dead, slots, ready = state.pending, state.dead, state.inputs, self.ready
             for port, edges in item.live_ports:
@@ -106,16 +105,9 @@ class FrameDelivery:
                         ready.append((dst, frame, it))
             if item.control_out:
                 self._deliver_control(item, is_dead, frame, it, state)
-        count = state.outstanding_ops - 1
-        state.outstanding_ops = count
-        if count == 0:
-            self._cleanup(frame, it)
-
-    def _move_between_frames(self, item: Item, outputs, is_dead: bool, frame: "FrameState", it: int) -> None:
-        """Finish an Enter, Exit or NextIteration: its value goes to another frame or iteration."""
-        kind = item.kind
-        if kind == ENTER:
-            self._enter(item, outputs, is_dead, frame, it)
+        elif kind == NEXT_ITERATION:
+            if not is_dead:   # a dead value ends the loop: it starts no iteration
+                self._next_iteration(item, outputs, frame, it)
         elif kind == EXIT:
             if is_dead:
                 # Only the newest iteration's dead Exits matter: when the frame ends they tell the
@@ -126,8 +118,12 @@ class FrameDelivery:
                 parent = frame.parent
                 self._deliver(item, outputs, False, parent, frame.parent_iter,
                               parent.iterations[frame.parent_iter])
-        elif not is_dead:  # NextIteration; a dead value ends the loop: it starts no iteration
-            self._next_iteration(item, outputs, frame, it)
+        else:   # Enter
+            self._enter(item, outputs, is_dead, frame, it)
+        count = state.outstanding_ops - 1
+        state.outstanding_ops = count
+        if count == 0:
+            self._cleanup(frame, it)
 
     def _note_finished(self, item: Item, outputs, is_dead: bool) -> None:
         marks = self.marks
