@@ -74,6 +74,7 @@ class FrameDelivery:
             self._note_finished(item, outputs, is_dead)
         state = frame.iterations[it]
         kind = item.kind
+        readied = 0   # consumers made ready here: counted into outstanding_ops once, at the end
         if kind < ENTER:
             # _deliver's body, inlined: this runs for every node, and a call is a good share of it.
             pending, dead, slots, ready = state.pending, state.dead, state.inputs, self.ready
@@ -86,13 +87,13 @@ class FrameDelivery:
                             dead[local] += 1
                             if dead[local] == arity and count == 1:
                                 pending[local] = 0
-                                state.outstanding_ops += 1
+                                readied += 1
                                 ready.append((dst, frame, it))
                         elif count & 1:  # the first live input wins; later ones are ignored
                             slots[slot] = value
                             pending[local] = count - 1
                             if count == 1:
-                                state.outstanding_ops += 1
+                                readied += 1
                                 ready.append((dst, frame, it))
                         continue
                     slots[slot] = value
@@ -101,7 +102,7 @@ class FrameDelivery:
                     count = pending[local] - 1
                     pending[local] = count
                     if count == 0:
-                        state.outstanding_ops += 1
+                        readied += 1
                         ready.append((dst, frame, it))
             if item.control_out:
                 self._deliver_control(item, is_dead, frame, it, state)
@@ -120,7 +121,7 @@ class FrameDelivery:
                               parent.iterations[frame.parent_iter])
         else:   # Enter
             self._enter(item, outputs, is_dead, frame, it)
-        count = state.outstanding_ops - 1
+        count = state.outstanding_ops + readied - 1   # this node is done
         state.outstanding_ops = count
         if count == 0:
             self._cleanup(frame, it)

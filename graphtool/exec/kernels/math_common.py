@@ -64,7 +64,7 @@ def math_kernel(*ops: str, devices=(CPU, GPU), expensive: bool = False):
             result = fn(ctx, *inputs, **attrs)
             # typed()'s first case inline (this wraps most kernels; a call is a good share of a
             # small kernel's time): already an array of the output's dtype.
-            if type(result) is ctx.xp.ndarray and result.dtype == ctx.np_out_dtypes[0]:
+            if type(result) is ctx.xp.ndarray and result.dtype is ctx.np_out_dtypes[0]:
                 return result
             if isinstance(result, tuple):
                 return tuple(typed(ctx, value, i) for i, value in enumerate(result))
