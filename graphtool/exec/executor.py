@@ -379,16 +379,7 @@ class _Step(FrameDelivery):
             is_dead = state.dead[item.local] == count and state.pending[item.local] == 0
         else:
             is_dead = state.dead[item.local] > 0
-        if kind == NORMAL:
-            if is_dead:
-                outputs = item.dead_outputs
-            else:
-                try:
-                    outputs = self._compute(item, inputs)
-                except BaseException as exc:
-                    self.error = self._kernel_error(item, inputs, exc)
-                    return
-        elif kind == MERGE:
+        if kind == MERGE:
             if is_dead:
                 outputs = (DEAD, DEAD)
             else:
@@ -408,6 +399,15 @@ class _Step(FrameDelivery):
                 outputs = (DEAD, inputs[0])
             else:
                 outputs = (inputs[0], DEAD)
+        elif kind == NORMAL:   # (the ready loop runs these itself; kept so that any node can come here)
+            if is_dead:
+                outputs = item.dead_outputs
+            else:
+                try:
+                    outputs = self._compute(item, inputs)
+                except BaseException as exc:
+                    self.error = self._kernel_error(item, inputs, exc)
+                    return
         elif kind == SEND or kind == RECV:  # transfer nodes run even when their inputs are dead
             transfer.run_transfer(self, tagged, inputs, is_dead)
             return

@@ -186,3 +186,19 @@ def _bind_kernel(item: Item, device) -> None:
     output_dtypes = node.spec.output_dtypes(node) if node.spec else []
     item.ctx = KernelContext(device.xp, node.name, node.op, output_dtypes, device)
     item.expensive = kernel_def.expensive
+    if node.op in _CPU_CONSTANTS and device.kernel_device_type == "CPU":
+        _bind_constant(item)
+
+
+# A Const's CPU kernel returns its attr as an array, the same array object every time (asarray
+# of an array is the array): made once here, a Const in a loop body costs a plain call per
+# iteration instead of a partial with keyword arguments.
+_CPU_CONSTANTS = ("Const", "HostConst")
+
+
+def _bind_constant(item: Item) -> None:
+    try:
+        value = item.kernel(item.ctx)
+    except Exception:   # a bad value: the kernel reports it, naming the node, when it runs
+        return
+    item.kernel = lambda ctx, _value=value: _value
