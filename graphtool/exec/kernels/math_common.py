@@ -80,6 +80,8 @@ def typed(ctx, value, index: int = 0):
         return value
     if want == object and isinstance(value, np.ndarray):   # variants stay host objects on a GPU
         return value
+    if type(value) is want.type:   # a numpy scalar of the right type (0-d results): no dtype to apply
+        return ctx.xp.asarray(value)
     return ctx.xp.asarray(value, dtype=want)
 
 
