@@ -244,6 +244,9 @@ class _Step(FrameDelivery):
         deadline = self.deadline
         clock = time.monotonic
         compute, finish, process, wants_pool = self._compute, self._finish, self._process, self._wants_pool
+        # Enter/Exit/NextIteration/LoopCond pass their value on without _process, unless a
+        # recorder hooks _process (it times every node that is not an ordinary kernel).
+        pass_inline = type(self)._process is _Step._process
         tagged = self.last
         while ready:
             # The deadline is checked between any two nodes (a loop of cheap nodes, or one
@@ -254,7 +257,18 @@ class _Step(FrameDelivery):
                 break
             tagged = popleft()
             item, frame, it = tagged
-            if item.kind != NORMAL:
+            kind = item.kind
+            if kind != NORMAL:
+                if pass_inline and (kind >= ENTER or kind == LOOP_COND):   # as in _process
+                    state = frame.iterations[it]
+                    slots, base = state.inputs, item.input_base
+                    value = slots[base]
+                    slots[base] = None
+                    if state.dead[item.local]:
+                        finish(tagged, item.dead_outputs, True)
+                    else:
+                        finish(tagged, (value,), False)
+                    continue
                 process(tagged)
                 if self.error is not None:   # a Switch, a transfer or a kernel run by a recorder failed
                     break
@@ -351,7 +365,9 @@ class _Step(FrameDelivery):
             outputs = self.streams.launch(item, inputs)
         if type(outputs) is not tuple:
             outputs = (outputs,)
-        if len(outputs) != item.num_outputs:
+            if item.num_outputs != 1:
+                raise RuntimeFailure(f"kernel returned 1 output, the op has {item.num_outputs}")
+        elif len(outputs) != item.num_outputs:
             raise RuntimeFailure(f"kernel returned {len(outputs)} outputs, the op has {item.num_outputs}")
         if self.check_numerics:
             _check_finite(item, outputs)
