@@ -1,6 +1,7 @@
 """Loop-free plans run as a straight line (graphtool/exec/straight_line.py): the same values as
 the dependency-counting executor and as numpy, the same errors, timeouts between nodes, values
-released after their last reader, and independent heavy kernels still overlapping on the pool."""
+released after their last reader, and independent heavy kernels still overlapping on the pool;
+and the untraced ready loop, which passes control-flow values on itself, agreeing with a traced step."""
 import threading
 import time
 
@@ -210,3 +211,46 @@ def test_concurrent_steps_of_one_session_keep_their_values_apart():
     for t in threads:
         t.join()
     assert not errors
+
+
+# --- control flow: the untraced ready loop (control-flow nodes inline) == a traced step ----------
+
+def _control_flow_graph(parallel_iterations: int):
+    """Nested loops, a cond inside the outer loop, loop constants and a loop that never runs
+    (on the untaken side of a cond)."""
+    b = GraphBuilder()
+    x = b.placeholder(dtypes.float32, [3], name="x")
+    p = b.placeholder(dtypes.bool_, [], name="p")
+
+    def outer_body(i, acc):
+        (_, inner) = b.while_loop(lambda j, t: b.less(j, i), lambda j, t: [b.add(j, 1), b.add(t, x)],
+                                  [b.const(0), acc], parallel_iterations=parallel_iterations, name="inner")
+        (picked,) = b.cond(b.less(i, 3), lambda: [b.mul(inner, 0.5)], lambda: [b.sub(inner, x)])
+        return [b.add(i, 1), picked]
+
+    _, total = b.while_loop(lambda i, acc: b.less(i, 6), outer_body, [b.const(0), b.zeros([3])],
+                            parallel_iterations=parallel_iterations, name="outer")
+    (side,) = b.cond(p, lambda: [b.identity(x)],
+                     lambda: [b.while_loop(lambda k, v: b.less(k, 4), lambda k, v: [b.add(k, 1), b.mul(v, 2.0)],
+                                           [b.const(0), x], name="never")[1]])
+    return b, [total.name, side.name]
+
+
+@pytest.mark.parametrize("parallel_iterations", [1, 4, 32])
+@pytest.mark.parametrize("flag", [True, False])
+def test_loops_and_conds_run_the_same_traced_and_untraced(parallel_iterations, flag):
+    b, fetches = _control_flow_graph(parallel_iterations)
+    session = Session(b.graph, threads=2)
+    feeds = {"x": np.array([1.0, -2.0, 0.5], np.float32), "p": np.array(flag)}
+    plain = session.run(fetches, feeds)
+    traced = session.run(fetches, feeds, trace=True)
+    for got, other in zip(plain.values, traced.values):
+        np.testing.assert_array_equal(got, other)
+    assert plain.nodes_executed == traced.nodes_executed
+    assert plain.iterations == traced.iterations
+    expected = np.zeros(3, np.float32)
+    for i in range(6):
+        expected = expected + i * feeds["x"]
+        expected = expected * np.float32(0.5) if i < 3 else expected - feeds["x"]
+    np.testing.assert_allclose(plain.values[0], expected, rtol=1e-6)
+    np.testing.assert_array_equal(plain.values[1], feeds["x"] if flag else feeds["x"] * 16)
