@@ -78,32 +78,20 @@ class FrameDelivery:
         if kind < ENTER:
             # _deliver's body, inlined: this runs for every node, and a call is a good share of it.
             pending, dead, slots, ready = state.pending, state.dead, state.inputs, self.ready
-            for port, edges in item.live_ports:
+            for port, plain, merges in item.live_ports:
                 value = outputs[port]
-                for dst, local, slot, is_merge, arity in edges:
-                    if is_merge:
-                        count = pending[local]
-                        if value is DEAD:
-                            dead[local] += 1
-                            if dead[local] == arity and count == 1:
-                                pending[local] = 0
-                                readied += 1
-                                ready.append((dst, frame, it))
-                        elif count & 1:  # the first live input wins; later ones are ignored
-                            slots[slot] = value
-                            pending[local] = count - 1
-                            if count == 1:
-                                readied += 1
-                                ready.append((dst, frame, it))
-                        continue
+                value_dead = value is DEAD
+                for dst, local, slot in plain:
                     slots[slot] = value
-                    if value is DEAD:
+                    if value_dead:
                         dead[local] += 1
                     count = pending[local] - 1
                     pending[local] = count
                     if count == 0:
                         readied += 1
                         ready.append((dst, frame, it))
+                if merges:
+                    readied += self._deliver_to_merges(merges, value, state, frame, it)
             if item.control_out:
                 self._deliver_control(item, is_dead, frame, it, state)
         elif kind == NEXT_ITERATION:
@@ -157,35 +145,43 @@ class FrameDelivery:
         """Fill `src`'s consumers' input slots in iteration `it` of `frame` (whose state is
         `state`), and queue the consumers that have all their inputs."""
         pending, dead, slots, ready = state.pending, state.dead, state.inputs, self.ready
-        for port, edges in src.live_ports:
+        for port, plain, merges in src.live_ports:
             value = outputs[port]
-            # Each edge: (consumer, its local id, the input slot it fills, is it a Merge, its arity).
-            for dst, local, slot, is_merge, arity in edges:
-                if is_merge:
-                    count = pending[local]
-                    if value is DEAD:
-                        dead[local] += 1
-                        if dead[local] == arity and count == 1:
-                            pending[local] = 0
-                            state.outstanding_ops += 1
-                            ready.append((dst, frame, it))
-                    elif count & 1:  # the first live input wins; later ones are ignored
-                        slots[slot] = value
-                        pending[local] = count - 1
-                        if count == 1:
-                            state.outstanding_ops += 1
-                            ready.append((dst, frame, it))
-                    continue
+            value_dead = value is DEAD
+            for dst, local, slot in plain:
                 slots[slot] = value
-                if value is DEAD:
+                if value_dead:
                     dead[local] += 1
                 count = pending[local] - 1
                 pending[local] = count
                 if count == 0:
                     state.outstanding_ops += 1
                     ready.append((dst, frame, it))
+            if merges:
+                state.outstanding_ops += self._deliver_to_merges(merges, value, state, frame, it)
         if src.control_out:
             self._deliver_control(src, src_dead, frame, it, state)
+
+    def _deliver_to_merges(self, merges, value, state: IterationState, frame: FrameState, it: int) -> int:
+        """Deliver `value` to Merges (the first live input wins; later ones are ignored; a
+        Merge whose inputs are all dead is dead); returns how many became ready."""
+        pending, dead, ready = state.pending, state.dead, self.ready
+        readied = 0
+        for dst, local, slot, arity in merges:
+            count = pending[local]
+            if value is DEAD:
+                dead[local] += 1
+                if dead[local] == arity and count == 1:
+                    pending[local] = 0
+                    readied += 1
+                    ready.append((dst, frame, it))
+            elif count & 1:
+                state.inputs[slot] = value
+                pending[local] = count - 1
+                if count == 1:
+                    readied += 1
+                    ready.append((dst, frame, it))
+        return readied
 
     def _deliver_control(self, src: Item, src_dead: bool, frame: FrameState, it: int,
                          state: IterationState) -> None:

@@ -57,8 +57,9 @@ class Item:
     # Preallocated for the hot loop: the value that clears its input slots, its outputs when dead.
     empty_inputs: list = field(default_factory=list)
     dead_outputs: tuple = ()
-    # [(port, [(dst, dst.local, slot index in dst's frame buffer, dst is a Merge, dst arity)])]
-    # for the ports somebody consumes: what _deliver walks.
+    # [(port, [(dst, dst.local, slot index in dst's frame buffer)] of consumers that are not
+    # Merges, [(dst, dst.local, slot, dst arity)] of Merges)] for the ports somebody consumes:
+    # what delivery walks (frames.py).
     live_ports: list = field(default_factory=list)
     # Merge only: its value_index outputs, made once.
     value_indices: tuple = ()
@@ -147,8 +148,9 @@ def compile_plan(graph: Graph, device, fed_nodes: set[str] = frozenset()) -> Pla
             item_of[control.name].control_out.append(item)
 
     for item in items:
-        item.live_ports = [(port, [(dst, dst.local, dst.input_base + slot, dst.kind == MERGE, dst.num_inputs)
-                                   for dst, slot in edges])
+        item.live_ports = [(port, [(dst, dst.local, dst.input_base + slot) for dst, slot in edges if dst.kind != MERGE],
+                            [(dst, dst.local, dst.input_base + slot, dst.num_inputs) for dst, slot in edges
+                             if dst.kind == MERGE])
                            for port, edges in enumerate(item.out_edges) if edges]
         if item.kind == MERGE:
             item.value_indices = tuple(np.asarray(i, dtype=np.int32) for i in range(item.num_inputs))

@@ -32,8 +32,11 @@ def _binary(*ops: str):
             result = fn(ctx, x, y)
             # math_kernel's wrapper, inline (these are the commonest small kernels, and a call is
             # a good share of their time): the result as an array of the output's dtype.
-            if type(result) is ctx.xp.ndarray and result.dtype is ctx.np_out_dtypes[0]:
+            want = ctx.np_out_dtypes[0]
+            if type(result) is ctx.xp.ndarray and result.dtype is want:
                 return result
+            if type(result) is want.type:   # a numpy scalar (0-d inputs): typed()'s last case
+                return ctx.xp.asarray(result)
             return typed(ctx, result)
         kernel(*ops)(binary)
         return fn
