@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import RuntimeFailure
 from . import step_errors, straight_line, transfer
-from .frames import DEAD, FETCHED, TARGET, FrameDelivery, FrameState
+from .frames import DEAD, FETCHED, RAN, TARGET, FrameDelivery, FrameState
 from .plan import ENTER, EXIT, FED, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, Item, Plan
 from .resources import step_scope
 from .step_errors import StepTimeout
@@ -244,9 +244,12 @@ class _Step(FrameDelivery):
         deadline = self.deadline
         clock = time.monotonic
         compute, finish, process, wants_pool = self._compute, self._finish, self._process, self._wants_pool
-        # Enter/Exit/NextIteration/LoopCond pass their value on without _process, unless a
-        # recorder hooks _process (it times every node that is not an ordinary kernel).
+        # Enter/Exit/NextIteration/LoopCond pass their value on without _process, and a live
+        # ordinary node finishes without _finish, unless a recorder hooks them (it times and
+        # records every node through them).
         pass_inline = type(self)._process is _Step._process
+        finish_inline = type(self)._finish is _Step._finish
+        marks = self.marks
         tagged = self.last
         while ready:
             # The deadline is checked between any two nodes (a loop of cheap nodes, or one
@@ -301,7 +304,33 @@ class _Step(FrameDelivery):
                 self.last = tagged
                 self.error = self._kernel_error(item, inputs, exc)
                 break
-            finish(tagged, outputs, False)
+            if not finish_inline:
+                finish(tagged, outputs, False)
+                continue
+            # _finish for a live ordinary node, inline (frames.py): the commonest case of all, and
+            # a kernel's outputs are never dead, so consumers only count down.
+            self.nodes_executed += 1
+            if marks[item.id] != RAN:
+                self._note_finished(item, outputs, False)
+            slots, pending = state.inputs, state.pending
+            readied = 0
+            for port, plain, merges in item.live_ports:
+                value = outputs[port]
+                for dst, local, slot in plain:
+                    slots[slot] = value
+                    left = pending[local] - 1
+                    pending[local] = left
+                    if left == 0:
+                        readied += 1
+                        ready.append((dst, frame, it))
+                if merges:
+                    readied += self._deliver_to_merges(merges, value, state, frame, it)
+            if item.control_out:
+                self._deliver_control(item, False, frame, it, state)
+            left = state.outstanding_ops + readied - 1
+            state.outstanding_ops = left
+            if left == 0:
+                self._cleanup(frame, it)
         self.last = tagged
 
     def _drain(self, error: BaseException) -> None:

@@ -74,26 +74,8 @@ class FrameDelivery:
             self._note_finished(item, outputs, is_dead)
         state = frame.iterations[it]
         kind = item.kind
-        readied = 0   # consumers made ready here: counted into outstanding_ops once, at the end
         if kind < ENTER:
-            # _deliver's body, inlined: this runs for every node, and a call is a good share of it.
-            pending, dead, slots, ready = state.pending, state.dead, state.inputs, self.ready
-            for port, plain, merges in item.live_ports:
-                value = outputs[port]
-                value_dead = value is DEAD
-                for dst, local, slot in plain:
-                    slots[slot] = value
-                    if value_dead:
-                        dead[local] += 1
-                    count = pending[local] - 1
-                    pending[local] = count
-                    if count == 0:
-                        readied += 1
-                        ready.append((dst, frame, it))
-                if merges:
-                    readied += self._deliver_to_merges(merges, value, state, frame, it)
-            if item.control_out:
-                self._deliver_control(item, is_dead, frame, it, state)
+            self._deliver(item, outputs, is_dead, frame, it, state)
         elif kind == NEXT_ITERATION:
             if not is_dead:   # a dead value ends the loop: it starts no iteration
                 self._next_iteration(item, outputs, frame, it)
@@ -109,7 +91,7 @@ class FrameDelivery:
                               parent.iterations[frame.parent_iter])
         else:   # Enter
             self._enter(item, outputs, is_dead, frame, it)
-        count = state.outstanding_ops + readied - 1   # this node is done
+        count = state.outstanding_ops - 1   # this node is done
         state.outstanding_ops = count
         if count == 0:
             self._cleanup(frame, it)
