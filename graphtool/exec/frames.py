@@ -62,9 +62,10 @@ class FrameState:
 
 
 class FrameDelivery:
-    """The part of an executor step that moves values: `_finish` (every executed node), delivery
-    into consumers' input slots, and the frames and iterations the values live in. Mixed into
-    executor._Step, whose attributes it uses (ready, marks, fetch_slots, results, ...)."""
+    """The part of an executor step that moves values: `_finish` (every executed node, except
+    that the ready loop finishes a live ordinary node itself when no recorder hooks `_finish`),
+    delivery into consumers' input slots, and the frames and iterations the values live in.
+    Mixed into executor._Step, whose attributes it uses (ready, marks, fetch_slots, results, ...)."""
 
     # --- delivering outputs -------------------------------------------------------------------
     def _finish(self, tagged, outputs, is_dead: bool) -> None:
