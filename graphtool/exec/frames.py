@@ -79,7 +79,14 @@ class FrameDelivery:
             self._deliver(item, outputs, is_dead, frame, it, state)
         elif kind == NEXT_ITERATION:
             if not is_dead:   # a dead value ends the loop: it starts no iteration
-                self._next_iteration(item, outputs, frame, it)
+                target = frame.iterations.get(it + 1)
+                if target is None:
+                    if frame.outstanding_iterations >= frame.template.parallel_iterations:
+                        frame.next_iter_roots.append((item, outputs))   # started when one finishes
+                    else:
+                        target = self._start_iteration(frame)
+                if target is not None:
+                    self._deliver(item, outputs, False, frame, it + 1, target)
         elif kind == EXIT:
             if is_dead:
                 # Only the newest iteration's dead Exits matter: when the frame ends they tell the
@@ -197,16 +204,6 @@ class FrameDelivery:
             state.children[template.name] = child
             state.outstanding_frames += 1
         return child
-
-    def _next_iteration(self, item: Item, outputs, frame: FrameState, it: int) -> None:
-        target = frame.iterations.get(it + 1)
-        if target is not None:
-            self._deliver(item, outputs, False, frame, it + 1, target)
-        elif frame.outstanding_iterations >= frame.template.parallel_iterations:
-            frame.next_iter_roots.append((item, outputs))  # started when an iteration finishes
-        else:
-            target = self._start_iteration(frame)
-            self._deliver(item, outputs, False, frame, it + 1, target)
 
     def _start_iteration(self, frame: FrameState) -> IterationState:
         frame.iteration_count += 1
