@@ -148,19 +148,26 @@ class FrameDelivery:
                     state.outstanding_ops += 1
                     ready.append((dst, frame, it))
             if merges:
-                state.outstanding_ops += self._deliver_to_merges(merges, value, state, frame, it)
+                # A dead Enter makes the loop Merge it feeds dead at once, as in TensorFlow: the
+                # Merge's NextIteration input never comes in iteration 0, so waiting for every
+                # input to be dead would hang a loop on an untaken cond branch whose loop
+                # constants are live (a gradient's stack handle entered from outside the cond).
+                state.outstanding_ops += self._deliver_to_merges(merges, value, state, frame, it,
+                                                                 value_dead and src.kind == ENTER)
         if src.control_out:
             self._deliver_control(src, src_dead, frame, it, state)
 
-    def _deliver_to_merges(self, merges, value, state: IterationState, frame: FrameState, it: int) -> int:
+    def _deliver_to_merges(self, merges, value, state: IterationState, frame: FrameState, it: int,
+                           kills: bool = False) -> int:
         """Deliver `value` to Merges (the first live input wins; later ones are ignored; a
-        Merge whose inputs are all dead is dead); returns how many became ready."""
+        Merge whose inputs are all dead is dead, and so is one that a dead Enter feeds: `kills`);
+        returns how many became ready."""
         pending, dead, ready = state.pending, state.dead, self.ready
         readied = 0
         for dst, local, slot, arity in merges:
             count = pending[local]
             if value is DEAD:
-                dead[local] += 1
+                dead[local] = arity if kills else dead[local] + 1
                 if dead[local] == arity and count == 1:
                     pending[local] = 0
                     readied += 1
