@@ -462,6 +462,11 @@ class _Step:
     def _deliver(self, src: Item, outputs, src_dead: bool, frame: FrameState, it: int) -> None:
         state = frame.iterations[it]
         pending, dead, slots, ready = state.pending, state.dead, state.inputs, self.ready
+        # A dead Enter makes the loop Merge it feeds dead at once, as in TensorFlow: the Merge's
+        # NextIteration input never comes in iteration 0, so waiting for every input to be dead
+        # would hang a loop on an untaken cond branch whose loop constants are live (a stack
+        # handle entered from outside the cond, say).
+        enter_kills_merge = src_dead and src.kind == ENTER
         for port, edges in src.live_ports:
             value = outputs[port]
             # Each edge: (consumer, its local id, the input slot it fills, is it a Merge, its arity).
@@ -469,7 +474,8 @@ class _Step:
                 if is_merge:
                     count = pending[local]
                     if value is DEAD:
-                        dead[local] += 1
+                        # (every input counts as dead: that is what makes it fire dead)
+                        dead[local] = arity if enter_kills_merge else dead[local] + 1
                         if dead[local] == arity and count == 1:
                             pending[local] = 0
                             state.outstanding_ops += 1
