@@ -272,7 +272,8 @@ def test_a_loop_on_an_untaken_branch_ends_even_with_a_live_loop_constant():
     # What waits for the loop to end, the way a gradient orders its stack pushes: a ControlTrigger
     # fires on a dead input too, so `after` is live once the Exit has come, dead or not.
     trigger = graph.add_node("ControlTrigger", "loop_ended", control_inputs=[graph.node("cond/loop/Exit")])
-    after = graph.add_node("Identity", "after", inputs=[out], attrs={"T": dtypes.int32}, control_inputs=[trigger])
+    after = graph.add_node("Identity", "after", inputs=[out], attrs={"T": dtypes.int32},
+                           control_inputs=[trigger])
     session = Session(graph)
     assert session.run([after.name], {"p": np.array(False)}, timeout=20).values[0] == -1
     assert session.run([after.name], {"p": np.array(True)}, timeout=20).values[0] == 4

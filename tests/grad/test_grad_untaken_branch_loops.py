@@ -123,7 +123,8 @@ def _random_nest(b: GraphBuilder, rng, x, p, depth: int):
         return b.add(y, z)
     if choice == 4:   # a TensorArray the loop fills, stacked and summed afterwards
         def fill(i, ta):
-            return b.add(i, 1), ta.write(i, _random_nest(b, rng, b.mul(x, b.cast(i, "float64")), p, depth + 1))
+            scaled = b.mul(x, b.cast(i, "float64"))
+            return b.add(i, 1), ta.write(i, _random_nest(b, rng, scaled, p, depth + 1))
         _, ta = b.while_loop(lambda i, ta: b.less(i, 3), fill, [0, b.tensor_array("float64", 3)])
         return _total(b, ta.stack())
 
