@@ -6,7 +6,7 @@ value into a child frame (created by the first Enter, one per parent iteration),
 the next iteration (started only while fewer than `parallel_iterations` are outstanding), Exit back
 to the parent. Switch sends its input to one port and a DEAD marker to the other; a node with a
 dead input produces dead outputs without running; Merge fires on its first live input (or dead when
-every input is dead). Iteration and frame state is freed as soon as it is done, and input slots
+every input is dead, or at once on a dead Enter: a loop entered dead ends with dead Exits). Iteration and frame state is freed as soon as it is done, and input slots
 are cleared when a node runs, so values are released after their last consumer.
 """
 from __future__ import annotations

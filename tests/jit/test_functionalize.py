@@ -441,11 +441,8 @@ def test_random_nests_of_loops_and_conds(seed):
     assert not V1_OPS & graph.ops()
 
 
-# Seeds 6, 7, 8 and 20 build graphs whose v1 gradient itself never finishes on the interpreter when
-# p is false (a gradient loop under an untaken branch waits forever): graphtool/grad's problem,
-# not this pass's, so they are left out here; 1 and 24 have no gradient (graphtool/grad refuses
-# a loop var that is a nested loop's result).
-@pytest.mark.parametrize("seed", [s for s in range(30) if s not in (1, 6, 7, 8, 20, 24)])
+# Seeds 1 and 24 have no gradient (graphtool/grad refuses a loop var that is a nested loop's result).
+@pytest.mark.parametrize("seed", [s for s in range(30) if s not in (1, 24)])
 def test_random_nests_with_their_gradients(seed):
     """Gradients of loops and conds: stacks of saved values, gradient conds reading forward
     branch values, TensorArray gradients; what converts computes the same, the rest stays v1."""
