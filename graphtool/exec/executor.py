@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import RuntimeFailure
 from . import step_errors, straight_line, transfer
 from .frames import DEAD, FETCHED, RAN, TARGET, FrameDelivery, FrameState
-from .plan import ENTER, EXIT, FED, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, Item, Plan
+from .plan import ENTER, EXIT, FED, FORWARDS, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, Item, Plan
 from .resources import step_scope
 from .step_errors import StepTimeout
 from . import thread_budget
@@ -253,6 +253,10 @@ class _Step(FrameDelivery):
         # records every node through them).
         pass_inline = type(self)._process is _Step._process
         finish_inline = type(self)._finish is _Step._finish
+        # Identity and Const skip their kernel call unless something must see it run: a
+        # recorder timing kernels, --check-numerics, or a device's streams.
+        shortcuts = (type(self)._compute is _Step._compute and not self.check_numerics
+                     and self.streams is None)
         marks = self.marks
         tagged = self.last
         while ready:
@@ -296,16 +300,20 @@ class _Step(FrameDelivery):
             if state.dead[item.local]:
                 finish(tagged, item.dead_outputs, True)
                 continue
+            shortcut = item.shortcut
+            if shortcut and shortcuts:   # an Identity or a Const: no kernel call
+                outputs = inputs if shortcut == FORWARDS else item.fixed_outputs
             # Worth a thread only when something else could run meanwhile.
-            if pool is not None and (ready or self.in_flight) and wants_pool(item, inputs):
+            elif pool is not None and (ready or self.in_flight) and wants_pool(item, inputs):
                 self._submit(pool, tagged, inputs, self.in_flight + 1 + len(ready))
                 continue
-            try:
-                outputs = self._compute_alone(item, inputs) if item.expensive else compute(item, inputs)
-            except BaseException as exc:
-                self.last = tagged
-                self.error = self._kernel_error(item, inputs, exc)
-                break
+            else:
+                try:
+                    outputs = self._compute_alone(item, inputs) if item.expensive else compute(item, inputs)
+                except BaseException as exc:
+                    self.last = tagged
+                    self.error = self._kernel_error(item, inputs, exc)
+                    break
             if not finish_inline:
                 finish(tagged, outputs, False)
                 continue

@@ -49,6 +49,11 @@ class Item:
     ctx: KernelContext | None = None
     expensive: bool = False
     intra_op: bool = False       # splits its own work over the threads it is granted
+    # Nodes whose result needs no kernel call (CPU only): FORWARDS passes its input on (Identity),
+    # FIXED always gives `fixed_outputs` (Const). The counting loop takes the shortcut where no
+    # recorder, numerics check or stream needs to see the kernel run.
+    shortcut: int = 0
+    fixed_outputs: tuple = ()
     # out_edges[port] = [(dst item, dst slot), ...]; control_out = [dst item, ...]
     out_edges: list = field(default_factory=list)
     control_out: list = field(default_factory=list)
@@ -190,14 +195,20 @@ def _bind_kernel(item: Item, device) -> None:
     item.ctx = KernelContext(device.xp, node.name, node.op, output_dtypes, device)
     item.expensive = kernel_def.expensive
     item.intra_op = kernel_def.intra_op
-    if node.op in _CPU_CONSTANTS and device.kernel_device_type == "CPU":
-        _bind_constant(item)
+    if device.kernel_device_type == "CPU":
+        if node.op in _CPU_CONSTANTS:
+            _bind_constant(item)
+        elif node.op in _FORWARDING and item.kernel is kernel_def.fn:   # (not wrapped by a bound)
+            item.shortcut = FORWARDS
 
 
 # A Const's CPU kernel returns its attr as an array, the same array object every time (asarray
-# of an array is the array): made once here, a Const in a loop body costs a plain call per
-# iteration instead of a partial with keyword arguments.
+# of an array is the array): made once here, a Const in a loop body costs nothing per iteration
+# (the shortcut) or a plain call instead of a partial with keyword arguments.
 _CPU_CONSTANTS = ("Const", "HostConst")
+# Ops whose CPU kernel returns its one input unchanged (kernels/core.py).
+_FORWARDING = ("Identity", "Snapshot", "StopGradient", "PreventGradient")
+NO_SHORTCUT, FORWARDS, FIXED = 0, 1, 2
 
 
 def _bind_constant(item: Item) -> None:
@@ -206,3 +217,4 @@ def _bind_constant(item: Item) -> None:
     except Exception:   # a bad value: the kernel reports it, naming the node, when it runs
         return
     item.kernel = lambda ctx, _value=value: _value
+    item.shortcut, item.fixed_outputs = FIXED, (value,)
