@@ -135,6 +135,9 @@ def test_parallel_for_reraises_a_task_failure():
     ((3, 17, 13, 5), (3, 3, 5, 4), [1, 1, 1, 1], "SAME", False),
     ((1, 40, 9, 3), (5, 2, 3, 6), [1, 2, 1, 1], "VALID", False),
     ((2, 9, 9, 6), (3, 3, 6, 2), [1, 1, 1, 1], "SAME", True),
+    ((1, 120, 64, 16), (3, 3, 16, 16), [1, 1, 1, 1], "SAME", False),   # per-tap products, blocks of rows
+    ((9, 30, 25, 8), (3, 3, 8, 8), [1, 1, 1, 1], "VALID", False),      # per-tap products, blocks of images
+    ((4, 64, 64, 24), (1, 1, 24, 40), [1, 2, 2, 1], "SAME", False),    # pointwise products
 ])
 def test_a_convolution_split_over_threads_equals_the_single_thread_one(shape, filter_shape, strides, padding,
                                                                        depthwise):
