@@ -277,6 +277,29 @@ def test_conv2d_engines_match_the_definition(monkeypatch, shape, taps, out_chann
     np.testing.assert_allclose(run_op("Conv2D", x, f, **attrs), expected, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape, taps, dilation, padding, explicit", [
+    ((2, 9, 8, 5), (3, 3), 1, "SAME", ()),
+    ((1, 12, 10, 3), (3, 2), 2, "VALID", ()),
+    ((2, 7, 6, 4), (2, 3), 1, "EXPLICIT", (1, 0, 2, 1)),
+])
+@pytest.mark.parametrize("block_bytes", [1, 1 << 20])
+def test_depthwise_row_engine_is_bit_identical_to_the_window_einsum(monkeypatch, shape, taps, dilation, padding,
+                                                                    explicit, block_bytes):
+    """Stride-1 depthwise convolutions of few channels run tap by tap on rows; they sum in the
+    einsum's order (TensorFlow's), so the two agree exactly, and both match the definition."""
+    from graphtool.exec.kernels import nn_conv_shifted
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(shape).astype(F32)
+    f = rng.standard_normal((*taps, shape[-1], 1)).astype(F32)
+    attrs = _conv_attrs("NHWC", padding, 1, dilation, explicit)
+    monkeypatch.setattr(nn_conv_shifted, "DEPTHWISE_BLOCK_BYTES", block_bytes)
+    rows = run_op("DepthwiseConv2dNative", x, f, **attrs)
+    monkeypatch.setattr(nn_conv_shifted, "DEPTHWISE_ROWS_MAX_CHANNELS", 0)
+    np.testing.assert_array_equal(rows, run_op("DepthwiseConv2dNative", x, f, **attrs))
+    channels = [run_op("Conv2D", x[..., c:c + 1], f[:, :, c:c + 1], **attrs) for c in range(shape[-1])]
+    np.testing.assert_allclose(rows, np.concatenate(channels, axis=-1), rtol=1e-5, atol=1e-5)
+
+
 def test_depthwise_backprops_are_adjoints_and_nchw_agrees():
     rng = np.random.default_rng(3)
     x, f = rng.standard_normal((2, 7, 6, 3)), rng.standard_normal((3, 3, 3, 2))

@@ -21,7 +21,8 @@ from math import prod
 
 from .nn_common import (batch_and_channel_entries, from_channels_last, host_ints, is_channels_first,
                         shape_text, spatial_entries, to_channels_last, upcast)
-from .nn_conv_shifted import pointwise_applies, pointwise_forward, shifted_applies, shifted_forward
+from .nn_conv_shifted import (depthwise_rows_applies, depthwise_rows_forward, pointwise_applies, pointwise_forward,
+                              shifted_applies, shifted_forward)
 from .nn_window import (Window, accumulate_taps, explicit_pads, make_window, output_blocks, pad_spatial,
                         window_view)
 from .registry import kernel
@@ -96,12 +97,14 @@ def _depthwise_tap_gradients(xp, grad, filt, channels: int):
 def conv_forward(xp, image, filt, window: Window, groups: int):
     """[N, *in, C] convolved with [*taps, Cg, O] -> [N, *out, O]: an im2col matmul per block of
     output rows, so the unrolled windows never take more than about CHUNK_BYTES. Stride-1 2-D
-    convolutions of few channels take the per-tap engine instead, and 1x1 ones a plain product
-    (no im2col copy: nn_conv_shifted)."""
+    convolutions of few channels take the per-tap engine instead, 1x1 ones a plain product and
+    stride-1 depthwise ones of few channels a row engine (no im2col copy: nn_conv_shifted)."""
     if shifted_applies(xp, window, filt.shape, groups):
         return shifted_forward(xp, image, filt, window)
     if pointwise_applies(xp, window, groups):
         return pointwise_forward(xp, image, filt, window)
+    if depthwise_rows_applies(xp, window, filt.shape, groups):
+        return depthwise_rows_forward(xp, image, filt, window)
     patches = window_view(xp, pad_spatial(xp, image, window), window)
     batch, out_channels = image.shape[0], filt.shape[-1]
     result = xp.empty((batch, *window.out_sizes, out_channels), image.dtype)
