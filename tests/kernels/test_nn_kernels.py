@@ -300,6 +300,20 @@ def test_depthwise_row_engine_is_bit_identical_to_the_window_einsum(monkeypatch,
     np.testing.assert_allclose(rows, np.concatenate(channels, axis=-1), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("op, channels", [("Conv2DBackpropInput", 4), ("DepthwiseConv2dNativeBackpropInput", 1)])
+def test_backprop_input_by_blocks_of_images_equals_the_whole_batch(monkeypatch, op, channels):
+    """Each image's input gradient is its own sum: blocks of one image give the same bits."""
+    from graphtool.exec.kernels import nn_window
+    rng = np.random.default_rng(7)
+    f = rng.standard_normal((3, 3, 3, channels)).astype(F32)
+    dy = rng.standard_normal((4, 4, 4, 3 * channels if channels == 1 else channels)).astype(F32)
+    args = (np.array([4, 7, 7, 3], np.int32), f, dy)
+    attrs = _conv_attrs("NHWC", "SAME", 2, 1)
+    whole = run_op(op, *args, **attrs)
+    monkeypatch.setattr(nn_window, "CHUNK_BYTES", 1)
+    np.testing.assert_array_equal(run_op(op, *args, **attrs), whole)
+
+
 def test_depthwise_backprops_are_adjoints_and_nchw_agrees():
     rng = np.random.default_rng(3)
     x, f = rng.standard_normal((2, 7, 6, 3)), rng.standard_normal((3, 3, 3, 2))

@@ -23,8 +23,8 @@ from .nn_common import (batch_and_channel_entries, from_channels_last, host_ints
                         shape_text, spatial_entries, to_channels_last, upcast)
 from .nn_conv_shifted import (depthwise_rows_applies, depthwise_rows_forward, pointwise_applies, pointwise_forward,
                               shifted_applies, shifted_forward)
-from .nn_window import (Window, accumulate_taps, explicit_pads, make_window, output_blocks, pad_spatial,
-                        window_view)
+from .nn_window import (Window, accumulate_taps, explicit_pads, image_blocks, make_window, output_blocks,
+                        pad_spatial, window_view)
 from .registry import kernel
 from ..thread_budget import granted_threads, parallel_for
 
@@ -124,8 +124,21 @@ def conv_forward(xp, image, filt, window: Window, groups: int):
 
 
 def conv_backprop_input(xp, grad, filt, window: Window, groups: int, batch: int, channels: int):
-    """The gradient of conv_forward with respect to its [N, *in, C] input: for each tap, the
-    output gradient times that tap's filter, added onto the input elements the tap read."""
+    """The gradient of conv_forward with respect to its [N, *in, C] input, a block of images at a
+    time on the threads granted to the kernel (each image's sums are its own: any split gives the
+    same bits)."""
+    result = xp.empty((batch, *window.in_sizes, channels), grad.dtype)
+
+    def compute(block):
+        result[block] = _backprop_input_images(xp, grad[block], filt, window, groups, channels)
+    parallel_for(compute, image_blocks(batch, prod(window.padded_sizes) * channels * grad.itemsize), xp)
+    return result
+
+
+def _backprop_input_images(xp, grad, filt, window: Window, groups: int, channels: int):
+    """conv_backprop_input for the images of `grad`: for each tap, the output gradient times that
+    tap's filter, added onto the input elements the tap read."""
+    batch = grad.shape[0]
     if _is_depthwise(filt.shape, groups):
         return accumulate_taps(xp, _depthwise_tap_gradients(xp, grad, filt, channels), window, batch,
                                channels, grad.dtype)
@@ -143,20 +156,27 @@ def conv_backprop_input(xp, grad, filt, window: Window, groups: int, batch: int,
 
 def conv_backprop_filter(xp, image, grad, window: Window, groups: int, filter_shape):
     """The gradient of conv_forward with respect to its [*taps, Cg, O] filter: the im2col rows'
-    transpose times the output gradient, summed over blocks."""
+    transpose times the output gradient, one product per block (on the threads granted to the
+    kernel), the blocks' products summed in block order (so any threads give the same bits)."""
     patches = window_view(xp, pad_spatial(xp, image, window), window)
     if _is_depthwise(filter_shape, groups):
         return _depthwise_filter_gradient(xp, patches, grad)
     out_channels = filter_shape[-1]
-    total = None
     bytes_per_output = window.tap_count * image.shape[-1] * image.itemsize
-    for block in output_blocks(window, image.shape[0], bytes_per_output):
+    blocks = output_blocks(window, image.shape[0], bytes_per_output)
+    parts = [None] * len(blocks)
+
+    def compute(index):
+        block = blocks[index]
         columns = _im2col(patches[block], groups)                       # [M, G, taps * Cg]
         grad_rows = grad[block].reshape(columns.shape[0], groups, out_channels // groups)
-        part = xp.matmul(columns.transpose(1, 2, 0), grad_rows.transpose(1, 0, 2))
-        total = part if total is None else total + part
-    if total is None:   # an empty batch or output
+        parts[index] = xp.matmul(columns.transpose(1, 2, 0), grad_rows.transpose(1, 0, 2))
+    parallel_for(compute, list(range(len(blocks))), xp)
+    if not parts:   # an empty batch or output
         return xp.zeros(filter_shape, image.dtype)
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
     # [G, taps * Cg, Og] -> [taps * Cg, G, Og] = [*taps, Cg, O]
     return total.transpose(1, 0, 2).reshape(filter_shape)
 
@@ -282,7 +302,7 @@ def _input_shape(ctx, sizes, grad, in_depth: int, data_format: str) -> list[int]
     return [batch, in_depth, *sizes] if is_channels_first(data_format) else [batch, *sizes, in_depth]
 
 
-@kernel("Conv2DBackpropInput", expensive=True)
+@kernel("Conv2DBackpropInput", expensive=True, intra_op=True)
 def conv2d_backprop_input(ctx, input_sizes, filt, grad, *, strides, padding, explicit_paddings,
                           data_format, dilations):
     attrs = ConvAttrs(strides, padding, explicit_paddings, data_format, dilations)
@@ -293,7 +313,7 @@ def conv2d_backprop_input(ctx, input_sizes, filt, grad, *, strides, padding, exp
     return _backprop_input(ctx, in_shape, filt, grad, groups, attrs)
 
 
-@kernel("Conv2DBackpropFilter", expensive=True)
+@kernel("Conv2DBackpropFilter", expensive=True, intra_op=True)
 def conv2d_backprop_filter(ctx, image, filter_sizes, grad, *, strides, padding, explicit_paddings,
                            data_format, dilations):
     attrs = ConvAttrs(strides, padding, explicit_paddings, data_format, dilations)
@@ -323,7 +343,7 @@ def depthwise_conv2d(ctx, image, filt, *, strides, padding, explicit_paddings, d
     return attrs.finish(ctx, convolve(ctx, image, _depthwise_as_grouped(ctx, filt, in_depth), attrs))
 
 
-@kernel("DepthwiseConv2dNativeBackpropInput", expensive=True)
+@kernel("DepthwiseConv2dNativeBackpropInput", expensive=True, intra_op=True)
 def depthwise_conv2d_backprop_input(ctx, input_sizes, filt, grad, *, strides, padding,
                                     explicit_paddings, data_format, dilations):
     attrs = ConvAttrs(strides, padding, explicit_paddings, data_format, dilations)

@@ -192,6 +192,12 @@ def output_blocks(window: Window, batch: int, bytes_per_output: int, at_least: i
             for image in range(batch) for start in range(0, rows, per_block)]
 
 
+def image_blocks(batch: int, bytes_per_image: int) -> list[slice]:
+    """Slices of the batch of about CHUNK_BYTES each (at least one image)."""
+    images = max(1, CHUNK_BYTES // max(1, bytes_per_image))
+    return [slice(first, min(first + images, batch)) for first in range(0, batch, images)]
+
+
 def windowed_average(ctx, value, window: Window, data_format: str):
     """AvgPool in any number of spatial dims: each window's mean over the taps inside the input
     (padding does not count), summed tap by tap in float32 or wider as TensorFlow does."""
