@@ -127,21 +127,24 @@ def conv_backprop_input(xp, grad, filt, window: Window, groups: int, batch: int,
     """The gradient of conv_forward with respect to its [N, *in, C] input, a block of images at a
     time on the threads granted to the kernel (each image's sums are its own: any split gives the
     same bits)."""
+    blocks = image_blocks(batch, prod(window.padded_sizes) * channels * grad.itemsize, granted_threads())
+    if len(blocks) <= 1:   # allocated last, the result reuses the freed tap products' memory
+        return _backprop_input_images(xp, grad, filt, window, groups, channels, None)
     result = xp.empty((batch, *window.in_sizes, channels), grad.dtype)
 
     def compute(block):
-        result[block] = _backprop_input_images(xp, grad[block], filt, window, groups, channels)
-    parallel_for(compute, image_blocks(batch, prod(window.padded_sizes) * channels * grad.itemsize), xp)
+        _backprop_input_images(xp, grad[block], filt, window, groups, channels, result[block])
+    parallel_for(compute, blocks, xp)
     return result
 
 
-def _backprop_input_images(xp, grad, filt, window: Window, groups: int, channels: int):
-    """conv_backprop_input for the images of `grad`: for each tap, the output gradient times that
-    tap's filter, added onto the input elements the tap read."""
+def _backprop_input_images(xp, grad, filt, window: Window, groups: int, channels: int, out):
+    """conv_backprop_input for the images of `grad`, written into `out` (or a new array): for each tap, the output
+    gradient times that tap's filter, added onto the input elements the tap read."""
     batch = grad.shape[0]
     if _is_depthwise(filt.shape, groups):
         return accumulate_taps(xp, _depthwise_tap_gradients(xp, grad, filt, channels), window, batch,
-                               channels, grad.dtype)
+                               channels, grad.dtype, out=out)
     rows, out_channels = prod(grad.shape[:-1]), grad.shape[-1]
     grad_groups = grad.reshape(rows, groups, out_channels // groups)
     tap_filters = filt.reshape(window.tap_count, channels // groups, groups, out_channels // groups)
@@ -151,7 +154,7 @@ def _backprop_input_images(xp, grad, filt, window: Window, groups: int, channels
         return _group_matmul(xp, grad_groups, weights).reshape(*grad.shape[:-1], channels)
     # TensorFlow's CPU kernel multiplies into columns and folds them back with col2im; adding
     # the taps last to first sums each input element's terms in the same order.
-    return accumulate_taps(xp, tap_gradient, window, batch, channels, grad.dtype, last_tap_first=True)
+    return accumulate_taps(xp, tap_gradient, window, batch, channels, grad.dtype, last_tap_first=True, out=out)
 
 
 def conv_backprop_filter(xp, image, grad, window: Window, groups: int, filter_shape):
