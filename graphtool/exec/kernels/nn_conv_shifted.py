@@ -1,29 +1,33 @@
-"""The stride-1 convolution engine: one matrix product per window tap on the flattened padded
-image, no im2col copy.
+"""Convolutions as matrix products on the image itself, without an im2col copy: 1x1 convolutions
+(a product per block of pixels), stride-1 convolutions of few channels (a product per window
+tap) and stride-1 depthwise ones of few channels (a multiply-add per tap on whole rows).
 
-With stride 1, window tap (i, j) of output position (h, w) reads padded pixel (h + i*dh, w + j*dw).
-Flatten a padded image's pixels row-major (index h * Wp + w) and compute the output at every
-padded column (w < Wp, not just w < Wo): then the tap reads flat pixel p + (i*dh*Wp + j*dw), so
-its operand for a run of outputs is a contiguous [L, C] slice, a BLAS matrix as it stands. The
-output is the sum over taps of slice @ filter[i, j]; the Wp - Wo extra columns per row (which
-read into the next row) are computed and dropped: a few percent more arithmetic for no copy.
+The per-tap engine: with stride 1, window tap (i, j) of output position (h, w) reads padded pixel
+(h + i*dh, w + j*dw). Flatten a padded image's pixels row-major (index h * Wp + w) and compute
+the output at every padded column (w < Wp, not just w < Wo): then the tap reads flat pixel
+p + (i*dh*Wp + j*dw), so its operand for a run of outputs is a contiguous [L, C] slice, a BLAS
+matrix as it stands. The output is the sum over taps of slice @ filter[i, j]; the Wp - Wo extra
+columns per row (which read into the next row) are computed and dropped: a few percent more
+arithmetic for no copy.
 
 Each block of output rows pads its own input rows into a scratch buffer its thread reuses: the
 padded copy stays in the core's cache and never costs fresh pages (a whole padded [N, Hp, Wp, C]
 array took 0.3-0.4 ms to fill plus ~550 page faults, 1-1.7 ms, per [8, 64, 64, 16] layer here).
 
-Measured single-threaded, one BLAS thread, on the 4-layer 3x3 net (batch 8, 64x64, 16 -> 16,
-float32), CPU-time medians of 15-21 interleaved runs on a shared, loaded machine (ranges are the
-spread between runs minutes apart; the machine's speed drifts 2x):
-  im2col (window view reshaped to [M, 9C], one K=144 matmul per block)   5.3-8.8 ms per layer
+Measured single-threaded, one BLAS thread, on a layer of the 4-layer 3x3 net (batch 8, 64x64,
+16 -> 16, float32), CPU-time medians of 11-21 interleaved runs on a shared, loaded machine (its
+speed drifts up to 2x between runs minutes apart; ratios within a run are steadier):
+  im2col (window view reshaped to [M, 9C], one K=144 matmul per block)   5.3-10.9 ms per layer
   im2col by kernel rows (3 overlapping [M, 3C] views copied, K=144)       7.7-8.7 ms
+  kernel-row products (one [M, 3C] copy, 3 products of K=3C)             0.98-1.20x per-tap
   one [L, C] @ [C, 9*O] product, then 9 shifted adds                       8.9-10 ms
-  per-tap products over a whole padded input (np.pad first)                5.0-6.1 ms
-  per-tap products, each block padding its own rows (this engine)          see bench_conv.py
-Per-tap products of K=C are not slower than one K=9C product here: OpenBLAS runs [2112, 144] @
-[144, 16] at 45-58 GFLOP/s and nine [2112, 16] @ [16, 16] at 45-68 GFLOP/s.
+  Winograd F(2x2, 3x3) (16 products of K=C, transforms as numpy passes)  1.8x per-tap (and
+      1.1-5.9x at 64-512 channels: the transforms' passes and the filter's transform per call)
+  per-tap products (this engine)                                          0.65-0.68x im2col
+Nine products of K=C are not slower than one of K=9C here: OpenBLAS runs [2112, 144] @
+[144, 16] at 45-58 GFLOP/s and [2112, 16] @ [16, 16] at 45-74 GFLOP/s.
 Sums run over the taps, then the channels: within float32 rounding of the im2col product
-(max relative error against float64 1.4e-7 against im2col's 4-6e-7 on this net).
+(max relative error against float64 1.4e-7, im2col's 4-6e-7, on this net).
 """
 from __future__ import annotations
 
