@@ -39,8 +39,10 @@ from .nn_window import Window
 from ..thread_budget import parallel_for
 
 # A block's working set (its padded input rows, the running sum and one tap's product) stays
-# about this size, so the passes over it hit the core's L2 cache. Measured on the net above:
-# 512 KiB ran 0.79x (0.69-0.88) the im2col engine's time, 256 KiB 0.88x, 1 MiB 0.9-1.0x, 2 MiB 1.0x.
+# about this size (more only when one row is bigger), so the passes over it hit the core's L2
+# cache; each thread keeps one such scratch buffer. Measured on the net above (paired against
+# 512 KiB, CPU-time medians of 11): 256 KiB 1.09-1.15x, 1 MiB 0.96-1.23x, 2 MiB 0.98-1.28x; at
+# 64 channels 256 KiB-2 MiB ran 0.82-0.93x, so nothing fits every shape and the net decides.
 BLOCK_BYTES = 512 << 10
 
 _SCRATCH = threading.local()
@@ -114,7 +116,7 @@ def _blocks(batch: int, out_rows: int, padded_rows: int, row_bytes: int, span_ro
 
 def shifted_forward(xp, image, filt, window: Window):
     """[N, H, W, C] convolved (stride 1) with [kh, kw, C, O] -> [N, Ho, Wo, O]."""
-    batch, in_rows, in_cols, channels = image.shape
+    batch, channels = image.shape[0], image.shape[-1]
     (top, _), (left, _) = window.pads
     padded_rows, padded_cols = window.padded_sizes
     kh, kw = window.taps
