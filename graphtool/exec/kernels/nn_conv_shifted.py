@@ -178,11 +178,11 @@ def _pad_rows(target, images, first_row: int, left: int) -> None:
 # Up to this many channels a stride-1 depthwise convolution runs tap by tap on whole rows (a
 # multiply and an add per tap, [rows, Wo * C] at a time, the filter tap tiled along the row)
 # rather than as one einsum over the window view; both sum the taps in the same order (first to
-# last, each product rounded), so the results are bit-identical. Measured (row engine / einsum,
-# medians of 11 paired runs, one thread): 1x112x112x32 0.60-0.62, 8x56x56x96 0.67-0.86,
-# 1x56x56x128 1.18-1.27, 1x28x28x256 1.31, 1x14x14x512 1.27-1.52: einsum's inner loop runs over
-# the channels, long enough from about 128 of them.
-DEPTHWISE_ROWS_MAX_CHANNELS = 96
+# last, each product rounded), so the results are bit-identical. Measured (row engine / einsum
+# with the channel axis before the taps, medians of 11 paired runs, one thread): 1x112x112x32
+# 0.52-0.53, 1x112x112x64 0.79-0.81, 1x56x56x96 and 8x56x56x96 1.03-1.07, 1x56x56x144 1.18-1.21,
+# 1x28x28x192 1.31-1.40: einsum's inner loop runs over the channels, long enough from ~96 of them.
+DEPTHWISE_ROWS_MAX_CHANNELS = 64
 DEPTHWISE_BLOCK_BYTES = 1 << 20     # 1 MiB blocks measured 0.6-0.7x the time of 64 KiB ones
 
 
