@@ -13,6 +13,9 @@ compute all of them without looping over pixels:
 - backprop filter: the im2col matrix's transpose times the output gradient.
 Depthwise-style convolutions (Cg = 1) would make skinny per-group matmuls; they use einsum sums
 over the window taps instead (measured 2-10x faster).
+Host (numpy) forward convolutions that need no im2col copy take nn_conv_shifted's engines: 1x1
+ones a blocked product, stride-1 2-D ones of up to 64 channels a product per tap on the flattened
+image, stride-1 depthwise ones of up to 64 channels a multiply-add per tap on whole rows.
 """
 from __future__ import annotations
 
