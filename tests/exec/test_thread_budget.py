@@ -135,6 +135,9 @@ def test_parallel_for_reraises_a_task_failure():
     ((3, 17, 13, 5), (3, 3, 5, 4), [1, 1, 1, 1], "SAME", False),
     ((1, 40, 9, 3), (5, 2, 3, 6), [1, 2, 1, 1], "VALID", False),
     ((2, 9, 9, 6), (3, 3, 6, 2), [1, 1, 1, 1], "SAME", True),
+    ((1, 120, 64, 16), (3, 3, 16, 16), [1, 1, 1, 1], "SAME", False),   # per-tap products, blocks of rows
+    ((9, 30, 25, 8), (3, 3, 8, 8), [1, 1, 1, 1], "VALID", False),      # per-tap products, blocks of images
+    ((4, 64, 64, 24), (1, 1, 24, 40), [1, 2, 2, 1], "SAME", False),    # pointwise products
 ])
 def test_a_convolution_split_over_threads_equals_the_single_thread_one(shape, filter_shape, strides, padding,
                                                                        depthwise):
@@ -154,3 +157,36 @@ def test_a_convolution_split_over_threads_equals_the_single_thread_one(shape, fi
     finally:
         thread_budget.grant(1)
     np.testing.assert_array_equal(split, alone)
+
+
+@pytest.mark.parametrize("depthwise", [False, True])
+@pytest.mark.parametrize("small_blocks", [False, True])
+def test_conv_backprops_split_over_threads_equal_the_single_thread_ones(monkeypatch, depthwise, small_blocks):
+    """Conv2DBackpropInput (blocks of images) and Conv2DBackpropFilter (blocks' products summed in
+    block order) give the same bits on one thread or two."""
+    from graphtool.exec.kernels import KernelContext, nn_window
+    from graphtool.exec.kernels.nn_conv import (conv2d_backprop_filter, conv2d_backprop_input,
+                                                depthwise_conv2d_backprop_input)
+
+    rng = np.random.default_rng(4)
+    image = rng.standard_normal((5, 11, 9, 6), dtype=np.float32)
+    filt = rng.standard_normal((3, 3, 6, 1 if depthwise else 4), dtype=np.float32)
+    grad = rng.standard_normal((5, 6, 5, 6 if depthwise else 4), dtype=np.float32)
+    attrs = dict(strides=[1, 2, 2, 1], padding="SAME", explicit_paddings=[], data_format="NHWC", dilations=[1, 1, 1, 1])
+    sizes = np.array(image.shape, np.int32)
+    if small_blocks:   # one image (input) or one output row (filter) per block
+        monkeypatch.setattr(nn_window, "CHUNK_BYTES", 1)
+    ops = [("DepthwiseConv2dNativeBackpropInput", lambda ctx: depthwise_conv2d_backprop_input(ctx, sizes, filt, grad, **attrs))]
+    if not depthwise:
+        ops = [("Conv2DBackpropInput", lambda ctx: conv2d_backprop_input(ctx, sizes, filt, grad, **attrs)),
+               ("Conv2DBackpropFilter", lambda ctx: conv2d_backprop_filter(ctx, image, np.array(filt.shape, np.int32),
+                                                                           grad, **attrs))]
+    for op, run in ops:
+        ctx = KernelContext(np, "grad", op, [dtypes.float32], "CPU")
+        alone = run(ctx)
+        thread_budget.grant(2)
+        try:
+            split = run(ctx)
+        finally:
+            thread_budget.grant(1)
+        np.testing.assert_array_equal(split, alone, err_msg=op)
