@@ -29,6 +29,7 @@ from .plan import ENTER, EXIT, FED, FORWARDS, LOOP_COND, MERGE, NORMAL, RECV, SE
 from .resources import step_scope
 from .step_errors import StepTimeout
 from . import thread_budget
+from .host_memory import keep_freed_memory
 from .thread_budget import ThreadBudget, usable_cores
 
 __all__ = ["DEAD", "Executor", "NumericsError", "StepStats", "StepTimeout"]
@@ -57,6 +58,7 @@ class Executor:
         self.threads = max(1, threads if threads is not None else usable_cores())
         # Heavy kernels share the threads with the BLAS library's own (thread_budget.py).
         self.budget = ThreadBudget(self.threads)
+        keep_freed_memory()   # outputs reuse the last step's memory instead of fresh pages
         self.check_numerics = check_numerics
         self.last_stats = StepStats()   # the latest step's (concurrent steps: use run_step)
         self._pool: ThreadPoolExecutor | None = None

@@ -190,3 +190,14 @@ def test_conv_backprops_split_over_threads_equal_the_single_thread_ones(monkeypa
         finally:
             thread_budget.grant(1)
         np.testing.assert_array_equal(split, alone, err_msg=op)
+
+
+def test_host_memory_is_kept_on_glibc():
+    import platform
+
+    from graphtool.exec.host_memory import keep_freed_memory
+
+    kept = keep_freed_memory()
+    assert kept is keep_freed_memory()   # once per process, the same answer after
+    if platform.libc_ver()[0] == "glibc":
+        assert kept
