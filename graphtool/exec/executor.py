@@ -1,21 +1,19 @@
-"""The dependency-counting executor, with TensorFlow v1 dynamic control flow.
+"""The executor: runs a compiled Plan, one step per call, with TensorFlow v1 dynamic control flow.
 
-Every node waits on a count of inputs not yet arrived; at zero it is ready. Ready nodes run inline
-in the scheduling thread when cheap, or on a thread pool when expensive (numpy releases the GIL in
-BLAS and big ufuncs, so independent heavy branches overlap). Finishing a node delivers its outputs
-to its consumers' input slots and decrements their counts.
+Two ways to run a step, with the same results:
+- a plan without loops, conds or transfers runs as a straight line (straight_line.py): nodes in
+  an order fixed when the plan is compiled, values in a flat array at precomputed slots;
+- any other plan (or a traced step, whose recorder hooks the per-node methods below) runs by
+  dependency counting: every node waits on a count of inputs not yet arrived; at zero it is
+  ready. Finishing a node delivers its outputs to its consumers' input slots and decrements
+  their counts (frames.py: delivery, frames and iterations).
 
-Control flow follows TensorFlow's executor: values carry a frame and an iteration. Enter moves a
-value into a child frame (created by the first Enter, one per parent iteration), NextIteration into
-the next iteration (started only while fewer than `parallel_iterations` are outstanding), Exit back
-to the parent. Switch sends its input to one port and a DEAD marker to the other; a node with a
-dead input produces dead outputs without running; Merge fires on its first live input (or dead when
-every input is dead). Iteration and frame state is freed as soon as it is done, and input slots
-are cleared when a node runs, so values are released after their last consumer.
+Either way, ready nodes run inline in the scheduling thread when cheap, or on a thread pool when
+expensive (numpy releases the GIL in BLAS and big ufuncs, so independent heavy branches overlap):
+`_Step._wants_pool` decides, and every kernel call goes through `_Step._compute`.
 """
 from __future__ import annotations
 
-import os
 import queue
 import threading
 import time
@@ -25,54 +23,21 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..errors import RuntimeFailure
-from . import step_errors, transfer
+from . import step_errors, straight_line, transfer
+from .frames import DEAD, FETCHED, RAN, TARGET, FrameDelivery, FrameState
+from .plan import ENTER, EXIT, FED, FORWARDS, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, Item, Plan
 from .resources import step_scope
 from .step_errors import StepTimeout
-from .plan import ENTER, EXIT, FED, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, FrameTemplate, Item, Plan
+from . import thread_budget
+from .host_memory import keep_freed_memory
+from .thread_budget import ThreadBudget, usable_cores
 
+__all__ = ["DEAD", "Executor", "NumericsError", "StepStats", "StepTimeout"]
 
-class _Dead:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "DEAD"
-
-
-DEAD = _Dead()
 # Elementwise kernels on inputs at least this big are worth a thread-pool hop.
 _BIG_INPUT = 1 << 16
-
-
-class IterationState:
-    __slots__ = ("pending", "dead", "inputs", "outstanding_ops", "outstanding_frames", "children")
-
-    def __init__(self, template: FrameTemplate):
-        self.pending = list(template.initial_pending)
-        self.dead = [0] * len(template.items)
-        self.inputs = [None] * template.num_slots
-        self.outstanding_ops = 0
-        self.outstanding_frames = 0
-        self.children: dict[str, FrameState] = {}
-
-
-class FrameState:
-    __slots__ = ("template", "parent", "parent_iter", "iterations", "iteration_count",
-                 "outstanding_iterations", "pending_enters", "live_enters", "loop_invariants",
-                 "next_iter_roots", "dead_exits", "iterations_run")
-
-    def __init__(self, template: FrameTemplate, parent: "FrameState | None", parent_iter: int):
-        self.template = template
-        self.parent = parent
-        self.parent_iter = parent_iter
-        self.iterations = {0: IterationState(template)}
-        self.iteration_count = 0          # index of the newest iteration
-        self.outstanding_iterations = 1
-        self.pending_enters = template.num_enters
-        self.live_enters = 0
-        self.loop_invariants: list[tuple[Item, object]] = []
-        self.next_iter_roots: list[tuple[Item, tuple]] = []
-        self.dead_exits: list[Item] = []
-        self.iterations_run = 1
+# Straight-line schedules kept per executor (one per set of fetches; a Session uses one).
+_SCHEDULES_KEPT = 8
 
 
 class StepStats:
@@ -90,12 +55,18 @@ class Executor:
                  targets: list[Item] = ()):
         self.plan = plan
         self.targets = list(targets)
-        self.threads = max(1, threads if threads is not None else (os.cpu_count() or 1))
+        self.threads = max(1, threads if threads is not None else usable_cores())
+        # Heavy kernels share the threads with the BLAS library's own (thread_budget.py).
+        self.budget = ThreadBudget(self.threads)
+        keep_freed_memory()   # outputs reuse the last step's memory instead of fresh pages
         self.check_numerics = check_numerics
         self.last_stats = StepStats()   # the latest step's (concurrent steps: use run_step)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._has_transfers = any(item.kind in (SEND, RECV) for item in plan.items)
+        # Loop-free plans run as a straight line: its order, and a slot layout per set of fetches.
+        self._straight_order = straight_line.static_order(plan) if straight_line.applies(plan) else None
+        self._schedules: dict[tuple, straight_line.Schedule] = {}
         # Devices with streams (GPUs) launch kernels through a stream runtime (streams.py).
         self.streams = plan.device.stream_runtime(plan)
 
@@ -146,6 +117,8 @@ class Executor:
             rendezvous = transfer.local_rendezvous(participant)
         step.rendezvous, step.participant = rendezvous, participant
         step.pool = self.pool()
+        if stats is None and self._straight_order is not None:
+            step.schedule = self._schedule(fetches)
         try:
             return step.run(), step.stats
         finally:
@@ -153,6 +126,16 @@ class Executor:
                 self.streams.finish_step()
             step.stats.nodes_executed = step.nodes_executed
             self.last_stats = step.stats
+
+
+    def _schedule(self, fetches: list[tuple[Item, int]]) -> "straight_line.Schedule":
+        key = tuple((item.id, port) for item, port in fetches)
+        schedule = self._schedules.get(key)
+        if schedule is None:   # concurrent steps may both build it: the same, either is fine
+            if len(self._schedules) >= _SCHEDULES_KEPT:
+                self._schedules.clear()
+            schedule = self._schedules[key] = straight_line.compile_schedule(self.plan, self._straight_order, fetches)
+        return schedule
 
 
 _TRACED_STEP: type | None = None   # step_recorder.TracedStep, imported on first use
@@ -170,15 +153,18 @@ def _traced_step(executor: Executor, stats, *args) -> "_Step":
     return step
 
 
-class _Step:
+class _Step(FrameDelivery):
     """The state of one execution: frames, the ready queue and the thread pool."""
 
     def __init__(self, executor: Executor, feeds, fetches, timeout, resources):
         self.plan = executor.plan
         self.threads = executor.threads
+        self.budget = executor.budget
         self.check_numerics = executor.check_numerics
         self.feeds = feeds
         self.fetch_slots: dict[Item, list[tuple[int, int]]] = {}
+        # FETCHED / TARGET per item id; RAN is added when it first runs (frames.py).
+        self.marks = bytearray(len(self.plan.items))
         root = self.plan.root
         for position, (item, port) in enumerate(fetches):
             # Root-frame nodes, and the Exits of top-level loops (their outputs live in the root).
@@ -186,9 +172,12 @@ class _Step:
                 raise RuntimeFailure(f"cannot fetch '{item.name}:{port}': it is inside while-loop frame "
                                      f"'{item.frame.name}'", hint="fetch the loop's Exit output instead")
             self.fetch_slots.setdefault(item, []).append((position, port))
+            self.marks[item.id] |= FETCHED
         self.results = [None] * len(fetches)
         self.fetched = [False] * len(fetches)
         self.targets = executor.targets
+        for item in self.targets:
+            self.marks[item.id] |= TARGET
         self.targets_done: set[Item] = set()
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self.running: dict[int, tuple] = {}   # id(tagged) -> tagged, for kernels on the pool
@@ -201,78 +190,160 @@ class _Step:
         self.error: BaseException | None = None
         self.stats = StepStats()
         self.nodes_executed = 0
-        self.ran = bytearray(len(self.plan.items))  # which items ran at least once (for errors)
         self.pool = None
         self.allow_dead = False
-        self.root = FrameState(self.plan.root, None, 0)
-        self.root.pending_enters = 0
+        self.schedule: straight_line.Schedule | None = None   # set for a straight-line step
+        self.root: FrameState | None = None
         self.rendezvous = None   # set for plans with _Send/_Recv (see transfer.py)
         self.participant = None
         self.streams = executor.streams
 
+    @property
+    def ran(self) -> bytes:
+        """Which items ran at least once (for errors)."""
+        return bytes(mark & 1 for mark in self.marks)
+
+    def root_frame(self) -> FrameState:
+        if self.root is None:
+            self.root = FrameState(self.plan.root, None, 0)
+            self.root.pending_enters = 0
+        return self.root
+
     # --- the scheduling loop --------------------------------------------------------------------
     def run(self) -> list:
-        root_iteration = self.root.iterations[0]
-        for item in self.plan.sources:
-            root_iteration.outstanding_ops += 1
-            self.ready.append((item, self.root, 0))
+        results = None
         try:
             # TensorFlow produces inf/NaN and wraps integers silently; so do the kernels.
             with np.errstate(all="ignore"), step_scope(self.resources):
-                self._loop(self.pool)
+                if self.schedule is not None:
+                    results = straight_line.run(self, self.schedule)
+                else:
+                    self._start()
+                    self._loop(self.pool)
         except BaseException as exc:
             self._drain(exc)  # let kernels still running on the pool finish before unwinding
             raise
         if self.error is not None:
             self._drain(self.error)
             raise self.error
-        return self._collect()
+        return results if self.schedule is not None else self._collect()
+
+    def _start(self) -> None:
+        root = self.root_frame()
+        root_iteration = root.iterations[0]
+        for item in self.plan.sources:
+            root_iteration.outstanding_ops += 1
+            self.ready.append((item, root, 0))
 
     def _loop(self, pool) -> None:
-        ready = self.ready
-        deadline = self.deadline
-        clock = time.monotonic
         while True:
-            while ready and self.error is None:
-                # The deadline is checked between any two nodes (a loop of cheap nodes, or one
-                # heavy kernel after another, stops at once); a kernel already running finishes.
-                if deadline is not None and clock() > deadline:
-                    self._check_deadline()
-                    break
-                tagged = ready.popleft()
-                self.last = tagged
-                item, frame, it = tagged
-                if item.kind != NORMAL:
-                    self._process(tagged)
-                    continue
-                # The hot path: an ordinary node, inputs taken straight from its iteration's slots.
-                state = frame.iterations[it]
-                count = item.num_inputs
-                if count:
-                    base = item.input_base
-                    inputs = state.inputs[base:base + count]
-                    state.inputs[base:base + count] = item.empty_inputs
-                else:
-                    inputs = ()
-                if state.dead[item.local]:
-                    self._finish(tagged, item.dead_outputs, True)
-                    continue
-                # Worth a thread only when something else could run meanwhile.
-                if pool is not None and (ready or self.in_flight) and (
-                        item.expensive or (count and getattr(inputs[0], "size", 0) >= _BIG_INPUT)):
-                    self.in_flight += 1
-                    self.running[id(tagged)] = tagged
-                    pool.submit(self._on_worker, tagged, inputs)
-                    continue
-                try:
-                    outputs = self._compute(item, inputs)
-                except BaseException as exc:
-                    self.error = self._kernel_error(item, inputs, exc)
-                    break
-                self._finish(tagged, outputs, False)
+            if self.error is None:   # after a failure, kernels still on the pool are only waited for
+                self._run_ready(pool)
             if self.in_flight == 0:
                 return
             self._wait_for_completion()
+
+    def _run_ready(self, pool) -> None:
+        """Run ready nodes until none is left (or the step fails): inline, or handed to the pool."""
+        ready = self.ready
+        popleft = ready.popleft
+        deadline = self.deadline
+        clock = time.monotonic
+        compute, finish, process, wants_pool = self._compute, self._finish, self._process, self._wants_pool
+        # Enter/Exit/NextIteration/LoopCond pass their value on without _process, and a live
+        # ordinary node finishes without _finish, unless a recorder hooks them (it times and
+        # records every node through them).
+        pass_inline = type(self)._process is _Step._process
+        finish_inline = type(self)._finish is _Step._finish
+        # Identity and Const skip their kernel call unless something must see it run: a
+        # recorder timing kernels, --check-numerics, or a device's streams.
+        shortcuts = (type(self)._compute is _Step._compute and not self.check_numerics
+                     and self.streams is None)
+        marks = self.marks
+        tagged = self.last
+        while ready:
+            # The deadline is checked between any two nodes (a loop of cheap nodes, or one
+            # heavy kernel after another, stops at once); a kernel already running finishes.
+            if deadline is not None and clock() > deadline:
+                self.last = tagged
+                self._check_deadline()
+                break
+            tagged = popleft()
+            item, frame, it = tagged
+            kind = item.kind
+            if kind != NORMAL:
+                if pass_inline and (kind >= ENTER or kind == LOOP_COND):   # as in _process
+                    state = frame.iterations[it]
+                    slots, base = state.inputs, item.input_base
+                    value = slots[base]
+                    slots[base] = None
+                    if state.dead[item.local]:
+                        finish(tagged, item.dead_outputs, True)
+                    else:
+                        finish(tagged, (value,), False)
+                    continue
+                process(tagged)
+                if self.error is not None:   # a Switch, a transfer or a kernel run by a recorder failed
+                    break
+                continue
+            # The hot path: an ordinary node, inputs taken straight from its iteration's slots.
+            state = frame.iterations[it]
+            count = item.num_inputs
+            if count == 1:
+                slots, base = state.inputs, item.input_base
+                inputs = (slots[base],)
+                slots[base] = None
+            elif count:
+                slots, base = state.inputs, item.input_base
+                inputs = slots[base:base + count]
+                slots[base:base + count] = item.empty_inputs
+            else:
+                inputs = ()
+            if state.dead[item.local]:
+                finish(tagged, item.dead_outputs, True)
+                continue
+            shortcut = item.shortcut
+            if shortcut and shortcuts:   # an Identity or a Const: no kernel call
+                outputs = inputs if shortcut == FORWARDS else item.fixed_outputs
+            # Worth a thread only when something else could run meanwhile.
+            elif pool is not None and (ready or self.in_flight) and wants_pool(item, inputs):
+                self._submit(pool, tagged, inputs, self.in_flight + 1 + len(ready))
+                continue
+            else:
+                try:
+                    outputs = self._compute_alone(item, inputs) if item.expensive else compute(item, inputs)
+                except BaseException as exc:
+                    self.last = tagged
+                    self.error = self._kernel_error(item, inputs, exc)
+                    break
+            if not finish_inline:
+                finish(tagged, outputs, False)
+                continue
+            # _finish for a live ordinary node, inline (frames.py): the commonest case of all, and
+            # a kernel's outputs are never dead, so consumers only count down.
+            self.nodes_executed += 1
+            if marks[item.id] != RAN:
+                self._note_finished(item, outputs, False)
+            slots, pending = state.inputs, state.pending
+            readied = 0
+            for port, plain, merges in item.live_ports:
+                value = outputs[port]
+                for dst, local, slot in plain:
+                    slots[slot] = value
+                    left = pending[local] - 1
+                    pending[local] = left
+                    if left == 0:
+                        readied += 1
+                        ready.append((dst, frame, it))
+                if merges:
+                    readied += self._deliver_to_merges(merges, value, state, frame, it)
+            if item.control_out:
+                self._deliver_control(item, False, frame, it, state)
+            left = state.outstanding_ops + readied - 1
+            state.outstanding_ops = left
+            if left == 0:
+                self._cleanup(frame, it)
+        self.last = tagged
 
     def _drain(self, error: BaseException) -> None:
         if self.rendezvous is not None:  # wake Recvs still waiting, here and on other devices
@@ -303,27 +374,46 @@ class _Step:
         if self.deadline is not None and time.monotonic() > self.deadline and self.error is None:
             self.error = StepTimeout(f"step timed out after {self.timeout:.3g} s "
                                      f"({self.nodes_executed} nodes executed; {step_errors.where(self)})",
-                                        hint="a loop that never ends? raise --timeout if it is just slow "
-                                             "(a kernel already running, e.g. a BLAS call, is not interrupted)")
+                                     hint="a loop that never ends? raise --timeout if it is just slow "
+                                          "(a kernel already running, e.g. a BLAS call, is not interrupted)")
             self.ready.clear()
             if self.rendezvous is not None:  # wake this step's Recvs, and the other devices'
                 self.rendezvous.abort(self.error, self.participant)
 
     # --- running one node ---------------------------------------------------------------------
-    def _on_worker(self, tagged, inputs) -> None:
-        """A pool thread runs a kernel for this step: kernels there see this step's resources."""
-        with step_scope(self.resources):
-            self._compute_async(tagged, inputs)
+    def _wants_pool(self, item: Item, inputs) -> bool:
+        """Whether `item`'s kernel is worth a thread-pool hop (the caller has checked that
+        something else could run meanwhile): the one place both ways of running decide it."""
+        return item.expensive or (bool(inputs) and getattr(inputs[0], "size", 0) >= _BIG_INPUT)
 
-    def _take_inputs(self, tagged):
-        item, frame, it = tagged
-        state = frame.iterations[it]
-        base, count = item.input_base, item.num_inputs
-        inputs = state.inputs[base:base + count]
-        state.inputs[base:base + count] = [None] * count   # release: the consumer holds them now
-        if item.kind == MERGE:
-            return inputs, state.dead[item.local] == count and state.pending[item.local] == 0
-        return inputs, state.dead[item.local] > 0
+    def _submit(self, pool, tagged, inputs, concurrent: int) -> None:
+        """Hand a kernel to the pool; `concurrent` estimates the heavy kernels that will run
+        beside it (running and ready), which share the threads (thread_budget.py)."""
+        self.in_flight += 1
+        self.running[id(tagged)] = tagged
+        granted = self.budget.claim(min(self.threads, concurrent), tagged[0].intra_op) if tagged[0].expensive else 1
+        pool.submit(self._on_worker, tagged, inputs, granted)
+
+    def _compute_alone(self, item: Item, inputs):
+        """A heavy kernel the scheduling thread runs itself, with nothing else running: it may
+        use every thread."""
+        thread_budget.grant(self.budget.claim(1, item.intra_op))
+        try:
+            return self._compute(item, inputs)
+        finally:
+            self.budget.release()
+            thread_budget.grant(1)
+
+    def _on_worker(self, tagged, inputs, granted: int) -> None:
+        """A pool thread runs a kernel for this step: kernels there see this step's resources
+        and the threads the scheduling thread granted them."""
+        thread_budget.grant(granted)
+        try:
+            with step_scope(self.resources):
+                self._compute_async(tagged, inputs)
+        finally:
+            if tagged[0].expensive:   # claimed by the scheduling thread in _submit
+                self.budget.release()
 
     def _compute_async(self, tagged, inputs) -> None:
         try:
@@ -333,39 +423,51 @@ class _Step:
             self.completions.put((tagged, None, self._kernel_error(tagged[0], inputs, exc)))
 
     def _compute(self, item: Item, inputs):
+        """Every kernel call goes through here, inline or on the pool."""
         if self.streams is None:
             outputs = item.kernel(item.ctx, *inputs)
         else:   # on its stream, after waiting for the streams that made its inputs
             outputs = self.streams.launch(item, inputs)
         if type(outputs) is not tuple:
             outputs = (outputs,)
-        if len(outputs) != item.num_outputs:
+            if item.num_outputs != 1:
+                raise RuntimeFailure(f"kernel returned 1 output, the op has {item.num_outputs}")
+        elif len(outputs) != item.num_outputs:
             raise RuntimeFailure(f"kernel returned {len(outputs)} outputs, the op has {item.num_outputs}")
         if self.check_numerics:
             _check_finite(item, outputs)
         return outputs
 
     def _process(self, tagged) -> None:
-        item = tagged[0]
+        """Run a node that is not an ordinary kernel: control flow, transfers, fed values (and an
+        ordinary node when a recorder calls it)."""
+        item, frame, it = tagged
         kind = item.kind
-        inputs, is_dead = self._take_inputs(tagged)
-        if kind >= ENTER or kind == LOOP_COND:  # pass their value along
-            self._finish(tagged, item.dead_outputs if is_dead else (inputs[0],), is_dead)
-            return
-        if kind == NORMAL:
-            if is_dead:
-                outputs = (DEAD,) * item.num_outputs
+        state = frame.iterations[it]
+        slots, base = state.inputs, item.input_base
+        if kind >= ENTER or kind == LOOP_COND:  # pass their one value along
+            value = slots[base]
+            slots[base] = None   # release: the consumer holds it now
+            if state.dead[item.local]:
+                self._finish(tagged, item.dead_outputs, True)
             else:
-                try:
-                    outputs = self._compute(item, inputs)
-                except BaseException as exc:
-                    self.error = self._kernel_error(item, inputs, exc)
-                    return
-        elif kind == MERGE:
+                self._finish(tagged, (value,), False)
+            return
+        count = item.num_inputs
+        inputs = slots[base:base + count]
+        slots[base:base + count] = item.empty_inputs
+        if kind == MERGE:
+            is_dead = state.dead[item.local] == count and state.pending[item.local] == 0
+        else:
+            is_dead = state.dead[item.local] > 0
+        if kind == MERGE:
             if is_dead:
                 outputs = (DEAD, DEAD)
             else:
-                index = next(i for i, v in enumerate(inputs) if v is not None and v is not DEAD)
+                # Only its first live input was written to its slots (frames.py): the one not None.
+                index = 0
+                while inputs[index] is None:
+                    index += 1
                 outputs = (inputs[index], item.value_indices[index])
         elif kind == SWITCH:
             if is_dead:
@@ -374,10 +476,19 @@ class _Step:
                 self.error = RuntimeFailure(f"node '{item.name}' (Switch): the predicate (input 1) must be "
                                             f"a scalar, but it is {_describe(inputs[1])}")
                 return
-            elif bool(inputs[1]):
+            elif inputs[1]:
                 outputs = (DEAD, inputs[0])
             else:
                 outputs = (inputs[0], DEAD)
+        elif kind == NORMAL:   # (the ready loop runs these itself; kept so that any node can come here)
+            if is_dead:
+                outputs = item.dead_outputs
+            else:
+                try:
+                    outputs = self._compute(item, inputs)
+                except BaseException as exc:
+                    self.error = self._kernel_error(item, inputs, exc)
+                    return
         elif kind == SEND or kind == RECV:  # transfer nodes run even when their inputs are dead
             transfer.run_transfer(self, tagged, inputs, is_dead)
             return
@@ -393,171 +504,6 @@ class _Step:
         described = ", ".join(_describe(v) for v in inputs) or "no inputs"
         message = " ".join(str(exc).split()) or type(exc).__name__
         return RuntimeFailure(f"node '{item.name}' ({item.node.op}) failed on inputs [{described}]: {message}")
-
-    # --- delivering outputs -------------------------------------------------------------------
-    def _finish(self, tagged, outputs, is_dead: bool) -> None:
-        item, frame, it = tagged
-        self.nodes_executed += 1
-        self.ran[item.id] = 1
-        kind = item.kind
-        fetch_slots = self.fetch_slots.get(item)
-        # A dead Exit is not final: the loop's last iteration delivers the live value.
-        if fetch_slots is not None and not (kind == EXIT and is_dead):
-            for position, port in fetch_slots:
-                self.results[position] = outputs[port]
-                self.fetched[position] = True
-        if self.targets:
-            self.targets_done.add(item)
-        if kind < ENTER:
-            self._deliver(item, outputs, is_dead, frame, it)
-        elif kind == ENTER:
-            child = self._child_frame(frame, it, item.child_frame)
-            if item.is_constant:
-                child.loop_invariants.append((item, outputs))
-                for index in list(child.iterations):
-                    self._deliver(item, outputs, is_dead, child, index)
-            else:
-                self._deliver(item, outputs, is_dead, child, 0)
-            child.pending_enters -= 1
-            if not is_dead:
-                child.live_enters += 1
-            if child.pending_enters == 0:
-                self._cleanup(child, 0)
-        elif kind == EXIT:
-            if is_dead:
-                # Only the newest iteration's dead Exits matter: when the frame ends they tell the
-                # parent that the loop produced nothing on this output (TensorFlow does the same).
-                if it == frame.iteration_count:
-                    frame.dead_exits.append(item)
-            else:
-                self._deliver(item, outputs, False, frame.parent, frame.parent_iter)
-        elif not is_dead:  # NextIteration; a dead value ends the loop: it starts no iteration
-            self._next_iteration(item, outputs, frame, it)
-        state = frame.iterations[it]
-        state.outstanding_ops -= 1
-        if state.outstanding_ops == 0:
-            self._cleanup(frame, it)
-
-    def _deliver(self, src: Item, outputs, src_dead: bool, frame: FrameState, it: int) -> None:
-        state = frame.iterations[it]
-        pending, dead, slots, ready = state.pending, state.dead, state.inputs, self.ready
-        for port, edges in src.live_ports:
-            value = outputs[port]
-            # Each edge: (consumer, its local id, the input slot it fills, is it a Merge, its arity).
-            for dst, local, slot, is_merge, arity in edges:
-                if is_merge:
-                    count = pending[local]
-                    if value is DEAD:
-                        dead[local] += 1
-                        if dead[local] == arity and count == 1:
-                            pending[local] = 0
-                            state.outstanding_ops += 1
-                            ready.append((dst, frame, it))
-                    elif count & 1:  # the first live input wins; later ones are ignored
-                        slots[slot] = value
-                        pending[local] = count - 1
-                        if count == 1:
-                            state.outstanding_ops += 1
-                            ready.append((dst, frame, it))
-                    continue
-                slots[slot] = value
-                if value is DEAD:
-                    dead[local] += 1
-                count = pending[local] - 1
-                pending[local] = count
-                if count == 0:
-                    state.outstanding_ops += 1
-                    ready.append((dst, frame, it))
-        for dst in src.control_out:
-            local = dst.local
-            if dst.kind == MERGE:
-                count = pending[local] - 2
-                pending[local] = count
-                if count == 0 or (count == 1 and dead[local] == dst.num_inputs):
-                    pending[local] = 0
-                    state.outstanding_ops += 1
-                    ready.append((dst, frame, it))
-                continue
-            if src_dead:
-                dead[local] += 1
-            count = pending[local] - 1
-            pending[local] = count
-            if count == 0:
-                state.outstanding_ops += 1
-                ready.append((dst, frame, it))
-
-    # --- frames and iterations ----------------------------------------------------------------
-    def _child_frame(self, frame: FrameState, it: int, template: FrameTemplate) -> FrameState:
-        state = frame.iterations[it]
-        child = state.children.get(template.name)
-        if child is None:
-            child = FrameState(template, frame, it)
-            state.children[template.name] = child
-            state.outstanding_frames += 1
-        return child
-
-    def _next_iteration(self, item: Item, outputs, frame: FrameState, it: int) -> None:
-        target = it + 1
-        if target in frame.iterations:
-            self._deliver(item, outputs, False, frame, target)
-        elif frame.outstanding_iterations >= frame.template.parallel_iterations:
-            frame.next_iter_roots.append((item, outputs))  # started when an iteration finishes
-        else:
-            self._start_iteration(frame)
-            self._deliver(item, outputs, False, frame, target)
-
-    def _start_iteration(self, frame: FrameState) -> None:
-        frame.iteration_count += 1
-        frame.outstanding_iterations += 1
-        frame.iterations_run += 1
-        frame.dead_exits.clear()
-        index = frame.iteration_count
-        frame.iterations[index] = IterationState(frame.template)
-        for item, outputs in frame.loop_invariants:
-            self._deliver(item, outputs, outputs[0] is DEAD, frame, index)
-
-    def _iteration_done(self, frame: FrameState, it: int) -> bool:
-        state = frame.iterations.get(it)
-        if state is None or state.outstanding_ops or state.outstanding_frames:
-            return False
-        if it == 0:
-            return frame.pending_enters == 0
-        return (it - 1) not in frame.iterations
-
-    def _cleanup(self, frame: FrameState, it: int) -> None:
-        """Delete finished iterations (in order), start queued ones, and finish the frame."""
-        while self._iteration_done(frame, it):
-            del frame.iterations[it]
-            frame.outstanding_iterations -= 1
-            if frame.next_iter_roots:
-                roots, frame.next_iter_roots = frame.next_iter_roots, []
-                self._start_iteration(frame)
-                for item, outputs in roots:
-                    self._deliver(item, outputs, False, frame, frame.iteration_count)
-            it += 1
-            if it > frame.iteration_count:
-                break
-        if frame.parent is not None and not frame.iterations and frame.pending_enters == 0:
-            self._delete_frame(frame)
-
-    def _delete_frame(self, frame: FrameState) -> None:
-        parent, parent_iter = frame.parent, frame.parent_iter
-        name = frame.template.name
-        self.stats.iterations[name] = self.stats.iterations.get(name, 0) + frame.iterations_run
-        dead_outputs = None
-        # A loop entered only with dead values (it sits on an untaken cond branch) never runs:
-        # every value leaving it is dead, as in TensorFlow.
-        dead_exits = frame.template.exits if frame.live_enters == 0 else frame.dead_exits
-        for exit_item in dead_exits:
-            dead_outputs = dead_outputs or (DEAD,)
-            for position, port in self.fetch_slots.get(exit_item, ()):
-                self.results[position], self.fetched[position] = DEAD, True
-            self._deliver(exit_item, dead_outputs, True, parent, parent_iter)
-        state = parent.iterations[parent_iter]
-        del state.children[name]
-        state.outstanding_frames -= 1
-        if state.outstanding_ops == 0:
-            self._cleanup(parent, parent_iter)
 
     # --- results ------------------------------------------------------------------------------
     def _collect(self) -> list:

@@ -32,9 +32,9 @@ def runs_without_kernel(op: str) -> bool:
     return op in _KIND_OF_OP
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Item:
-    """One node as the executor sees it."""
+    """One node as the executor sees it (slots: the executor reads its fields for every node)."""
 
     id: int
     node: Node
@@ -48,6 +48,12 @@ class Item:
     kernel: object = None        # bound kernel callable (NORMAL items)
     ctx: KernelContext | None = None
     expensive: bool = False
+    intra_op: bool = False       # splits its own work over the threads it is granted
+    # Nodes whose result needs no kernel call (CPU only): FORWARDS passes its input on (Identity),
+    # FIXED always gives `fixed_outputs` (Const). The counting loop takes the shortcut where no
+    # recorder, numerics check or stream needs to see the kernel run.
+    shortcut: int = 0
+    fixed_outputs: tuple = ()
     # out_edges[port] = [(dst item, dst slot), ...]; control_out = [dst item, ...]
     out_edges: list = field(default_factory=list)
     control_out: list = field(default_factory=list)
@@ -57,8 +63,9 @@ class Item:
     # Preallocated for the hot loop: the value that clears its input slots, its outputs when dead.
     empty_inputs: list = field(default_factory=list)
     dead_outputs: tuple = ()
-    # [(port, [(dst, dst.local, slot index in dst's frame buffer, dst is a Merge, dst arity)])]
-    # for the ports somebody consumes: what _deliver walks.
+    # [(port, [(dst, dst.local, slot index in dst's frame buffer)] of consumers that are not
+    # Merges, [(dst, dst.local, slot, dst arity)] of Merges)] for the ports somebody consumes:
+    # what delivery walks (frames.py).
     live_ports: list = field(default_factory=list)
     # Merge only: its value_index outputs, made once.
     value_indices: tuple = ()
@@ -147,8 +154,9 @@ def compile_plan(graph: Graph, device, fed_nodes: set[str] = frozenset()) -> Pla
             item_of[control.name].control_out.append(item)
 
     for item in items:
-        item.live_ports = [(port, [(dst, dst.local, dst.input_base + slot, dst.kind == MERGE, dst.num_inputs)
-                                   for dst, slot in edges])
+        item.live_ports = [(port, [(dst, dst.local, dst.input_base + slot) for dst, slot in edges if dst.kind != MERGE],
+                            [(dst, dst.local, dst.input_base + slot, dst.num_inputs) for dst, slot in edges
+                             if dst.kind == MERGE])
                            for port, edges in enumerate(item.out_edges) if edges]
         if item.kind == MERGE:
             item.value_indices = tuple(np.asarray(i, dtype=np.int32) for i in range(item.num_inputs))
@@ -186,3 +194,27 @@ def _bind_kernel(item: Item, device) -> None:
     output_dtypes = node.spec.output_dtypes(node) if node.spec else []
     item.ctx = KernelContext(device.xp, node.name, node.op, output_dtypes, device)
     item.expensive = kernel_def.expensive
+    item.intra_op = kernel_def.intra_op
+    if device.kernel_device_type == "CPU":
+        if node.op in _CPU_CONSTANTS:
+            _bind_constant(item)
+        elif node.op in _FORWARDING and item.kernel is kernel_def.fn:   # (not wrapped by a bound)
+            item.shortcut = FORWARDS
+
+
+# A Const's CPU kernel returns its attr as an array, the same array object every time (asarray
+# of an array is the array): made once here, a Const in a loop body costs nothing per iteration
+# (the shortcut) or a plain call instead of a partial with keyword arguments.
+_CPU_CONSTANTS = ("Const", "HostConst")
+# Ops whose CPU kernel returns its one input unchanged (kernels/core.py).
+_FORWARDING = ("Identity", "Snapshot", "StopGradient", "PreventGradient")
+NO_SHORTCUT, FORWARDS, FIXED = 0, 1, 2
+
+
+def _bind_constant(item: Item) -> None:
+    try:
+        value = item.kernel(item.ctx)
+    except Exception:   # a bad value: the kernel reports it, naming the node, when it runs
+        return
+    item.kernel = lambda ctx, _value=value: _value
+    item.shortcut, item.fixed_outputs = FIXED, (value,)

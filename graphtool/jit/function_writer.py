@@ -87,19 +87,9 @@ def add_function(library, name: str, body: Graph, args: list[Node], retvals: lis
     return fdef
 
 
-def effect_nodes(body: Graph, retvals: list[Node], extra: list[Node] = ()) -> list[Node]:
-    """What the function must run for its effect (its control outputs): stateful nodes no return
-    value depends on (pruning would skip them otherwise), and the `extra` nodes still in `body`."""
-    needed: set[Node] = set()
-    pending = list(retvals)
-    while pending:
-        node = pending.pop()
-        if node not in needed:
-            needed.add(node)
-            pending.extend(node.input_nodes())
-    extra = {n for n in extra if body.get(n.name) is n}
-    return [n for n in body.nodes if n.op not in ("_Arg", "_Retval")
-            and (n in extra or (n not in needed and is_stateful(n)))]
+def surviving(body: Graph, nodes) -> list[Node]:
+    """The `nodes` still in `body` (a cond functionalized inside it may have absorbed some)."""
+    return [n for n in nodes if body.get(n.name) is n]
 
 
 def new_body(library) -> Graph:

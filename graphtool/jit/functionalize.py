@@ -1,20 +1,25 @@
 """Functionalize v1 control flow (TensorFlow's functionalize-control-flow): while frames become
 While / StatelessWhile nodes and Switch/Merge conds become If / StatelessIf nodes whose bodies are
-FunctionDefs in the graph's library; TensorArrays a loop writes become TensorLists (values the
-loop carries) first. A JIT then compiles a whole loop as one `lax.while_loop`.
+FunctionDefs in the graph's library. First, TensorArrays and the stacks of loop gradients become
+TensorLists (values the loops carry), so a dynamic RNN and its gradient are stateless loops a JIT
+compiles as `lax.while_loop`s over arrays.
 
-    report = functionalize(graph)      # in place
-    report.converted                   # Counter({'StatelessWhile': 2, 'StatelessIf': 1, 'TensorArray': 2})
-    report.not_converted               # [Refusal('cond', 'cond/Merge', 'its inputs are not ...')]
+    report = functionalize(graph, keep=fetches)   # in place
+    report.converted        # Counter({'StatelessWhile': 2, 'StatelessIf': 1, 'TensorArray': 2, 'Stack': 4})
+    report.nodes            # the While / If nodes made (those inside function bodies too)
+    report.not_converted    # [Refusal('cond', 'cond/Merge', 'its inputs are not ...')]
 
-The graph stays valid and means the same: a structure the pass cannot convert stays as it is (the
-report says why), and the tensors a user can fetch keep their names (an Exit or a cond's Merge is
-replaced by an Identity of the new node's output, named like it). The interpreter runs the result
-as it runs any TF2 graph (graphtool/functions/lowering.py turns it back into v1 frames).
+The graph stays valid and computes the same for the same fetches: a structure the pass cannot
+convert stays as it is (the report says why), and the tensors a user can fetch keep their names
+(an Exit or a cond's Merge becomes an Identity of the new node's output, named like it). Nodes
+inside a loop or branch that no result needs are dropped with it, as a fetch prunes them from
+the v1 graph; `keep` names what the caller will fetch or target, and a structure holding one of
+those stays v1. The interpreter runs the result as any TF2 graph (graphtool/functions/lowering.py
+turns it back into v1 frames).
 
-Order: TensorArrays first (their flows become the lists the loops carry), then loops innermost
-first (conds inside a loop's body or cond are functionalized inside those functions), then the
-conds left in the graph (a loop already converted sits inside a branch as one node).
+Order: TensorArrays and stacks first (their flows become the lists the loops carry), then loops
+innermost first (conds inside a loop's body or cond are functionalized inside those functions),
+then the conds left in the graph (a loop already converted sits inside a branch as one node).
 """
 from __future__ import annotations
 
@@ -83,7 +88,7 @@ class FunctionalizeReport:
 
 
 def has_v1_control_flow(graph: Graph) -> bool:
-    return any(n.op in ("Switch", "Merge", "Enter", "TensorArrayV3") for n in graph.nodes)
+    return any(n.op in ("Switch", "Merge", "Enter", "TensorArrayV3", "StackV2") for n in graph.nodes)
 
 
 def functionalize(graph: Graph, keep=()) -> FunctionalizeReport:
@@ -92,6 +97,7 @@ def functionalize(graph: Graph, keep=()) -> FunctionalizeReport:
     Merge, which keep their names anyway) stays as it is."""
     from .functionalize_conds import functionalize_conds
     from .functionalize_loops import functionalize_loops
+    from .stack_to_list import stacks_to_lists
     from .tensor_array_to_list import tensor_arrays_to_lists
 
     report = FunctionalizeReport(keep=frozenset(k.lstrip("^").split(":")[0] for k in keep))
@@ -99,6 +105,7 @@ def functionalize(graph: Graph, keep=()) -> FunctionalizeReport:
         return report
     shapes = ShapeBook(graph)
     tensor_arrays_to_lists(graph, report, shapes)
+    stacks_to_lists(graph, report, shapes)
     functionalize_loops(graph, shapes, report)
     functionalize_conds(graph, shapes, report)
     return report

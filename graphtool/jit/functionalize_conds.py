@@ -60,7 +60,7 @@ def _is_cond_merge(node: Node) -> bool:
                                           for r in node.inputs)
 
 
-class _States:
+class BranchStates:
     """Branch states of every node's inputs (`of`) and of every output (`out`)."""
 
     def __init__(self, graph: Graph):
@@ -73,12 +73,14 @@ class _States:
     def learn(self, node: Node) -> None:
         """The state of `node` from its inputs' (new nodes are learnt after a conversion)."""
         state = frozenset()
-        if _is_cond_merge(node):
+        if node.op == "ControlTrigger":
+            pass   # never dead: it fires once its inputs are done, dead or alive
+        elif _is_cond_merge(node):
             state = self._merge(node)
         else:
             for ref in node.inputs:
                 state |= self.out(ref)
-        for control in node.control_inputs:
+        for control in node.control_inputs if node.op != "ControlTrigger" else ():
             state |= self.of.get(control, frozenset())
         self.of[node] = state
         if not node.has_users:
@@ -114,7 +116,7 @@ def functionalize_conds(graph: Graph, shapes: ShapeBook, report, within: str = "
     failed: set[str] = set()
     where = f" (in {within})" if within else ""
     while True:
-        states = _States(graph)
+        states = BranchStates(graph)
         groups: dict[tuple, list[Node]] = defaultdict(list)
         for merge in graph.nodes:
             if merge not in states.closes or merge.name in failed:
@@ -163,8 +165,10 @@ def _independent(merges: list[Node]) -> list[Node]:
     return [m for m in merges if m not in later]
 
 
-def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node], states: _States,
-             shapes: ShapeBook, report) -> None:
+def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node], states: BranchStates,
+             shapes: ShapeBook, report) -> list[Node]:
+    """One If for the conds on `pred` the `merges` close; returns the nodes it made (their branch
+    states are the caller's to learn)."""
     if any(m.uses(1) for m in merges):
         raise Unconvertible("a Merge's value_index is used")
     sides = {}
@@ -175,8 +179,8 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
             refs = [r for r in merge.inputs if key in states.out(r)]
             results.append(refs[0])
         in_branch = (lambda n, key=key: key in states.of[n] and not _switches_on(n, pred))
-        # Besides what the Merges read: what the branch runs for its effect, and values nothing
-        # reads (gone with the branch, unless the caller keeps them: then the cond stays).
+        # Besides what the Merges read: what nothing reads (a fetch of the Merges prunes it in
+        # the v1 cond too), gone with the branch unless the caller keeps it (then the cond stays).
         sinks = [n for n in states.sinks[key] if graph.get(n.name) is n and not n.has_users and in_branch(n)]
         nodes = backward_closure([r.node for r in results] + sinks, in_branch)
         kept = [n for n in nodes if n.name in report.keep]
@@ -188,10 +192,12 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
     if bad:
         raise Unconvertible(f"branch node '{bad[0].name}' ({bad[0].op}) is part of an unconverted loop")
     closing = set(merges)
-    for node in branch_nodes:
-        outside = [u for u in node.consumers() if u not in branch_nodes and u not in closing]
-        if outside:
-            raise Unconvertible(f"branch value '{node.name}' is also used by '{outside[0].name}' outside the cond")
+    escapes = _escapes(graph, sides, branch_nodes | closing, shapes)
+    # What the functions compute: what the Merges and the escaped values need.
+    sides = {side: (label, results, backward_closure([r.node for r in results] +
+                                                     [ref.node for ref, s in escapes if s == side],
+                                                     nodes.__contains__))
+             for side, (label, results, nodes) in sides.items()}
 
     # The If's inputs: each switched tensor (by what it switches) and each tensor read from outside.
     inputs: list[TensorRef] = []
@@ -235,8 +241,8 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
     if any(d.is_ref for d in in_dtypes) or any(m.attr("T").is_ref for m in merges):
         raise Unconvertible("a ref-typed value crosses the cond")
     in_shapes = [shapes.shape(r) for r in inputs]
-    out_dtypes = [m.attr("T") for m in merges]
-    out_shapes = [shapes.shape(m.output(0)) for m in merges]
+    out_dtypes = [m.attr("T") for m in merges] + [_dtype(ref) for ref, _ in escapes]
+    out_shapes = [shapes.shape(m.output(0)) for m in merges] + [shapes.shape(ref) for ref, _ in escapes]
     scope = merges[0].name.rpartition("/")[0] or merges[0].name
     funcs, stateful = {}, False
     for side, (label, results, nodes) in sides.items():
@@ -246,13 +252,14 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
         for ref in {r for n in nodes for r in n.inputs if r.node not in nodes} | {r for r in results if r.node not in nodes}:
             arg_of[ref] = args[index_of[outer_value(ref, side)]].output(0)
         mapping = copy_nodes(body, in_graph_order(graph, nodes), arg_of, dropped, f"cond '{scope}' {label} branch")
-        retvals = [fw.add_retval(body, f"{label}_out_{k}",
-                                 TensorRef(mapping[r.node], r.index) if r.node in mapping else arg_of[r], d, k)
-                   for k, (r, d) in enumerate(zip(results, out_dtypes))]
+        values = [TensorRef(mapping[r.node], r.index) if r.node in mapping else arg_of[r] for r in results]
+        values += [TensorRef(mapping[ref.node], ref.index) if escape_side == side
+                   else _zeros(body, shapes.shape(ref), _dtype(ref), f"escaped_{k}")
+                   for k, (ref, escape_side) in enumerate(escapes)]
+        retvals = [fw.add_retval(body, f"{label}_out_{k}", v, d, k) for k, (v, d) in enumerate(zip(values, out_dtypes))]
         functionalize_conds(body, shapes, report, within=f"cond '{scope}' {label} branch")
-        effects = fw.effect_nodes(body, retvals)
         name = fw.function_name(graph.library, f"{scope}_{label}")
-        fdef = fw.add_function(graph.library, name, body, args, retvals, effects)
+        fdef = fw.add_function(graph.library, name, body, args, retvals)
         funcs[label] = name
         stateful = stateful or fdef.signature.is_stateful
     op = "If" if stateful else "StatelessIf"
@@ -262,8 +269,19 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
         attrs["output_shapes"] = out_shapes
     cond = graph.add_node(op, graph.unique_name(f"{scope}/functional_if"), inputs=[pred, *inputs],
                           control_inputs=extra_controls, attrs=attrs, device=merges[0].device)
-    plumbing = _plumbing(switches)
+    plumbing = [n for n in _plumbing(switches) if n.name not in report.keep]
     stand_ins = [(stand_in(graph, m, cond.output(k), out_dtypes[k]), m.name) for k, m in enumerate(merges)]
+    # An escaped value reaches its outside readers through a Switch on the predicate, so they are
+    # alive exactly when they were (when the value's branch ran), with that branch's value.
+    gates = []
+    for k, (ref, side) in enumerate(escapes):
+        gate = graph.add_node("Switch", graph.unique_name(f"{ref.node.name}/escaped"),
+                              inputs=[cond.output(len(merges) + k), pred], attrs={"T": out_dtypes[len(merges) + k]},
+                              device=ref.node.device)
+        for user, slot in ref.node.uses(ref.index):
+            if user not in branch_nodes:
+                user.set_input(slot, gate.output(side))
+        gates.append(gate)
     graph.remove_nodes(branch_nodes | closing)
     for node, name in stand_ins:
         graph.rename(node, name)
@@ -271,7 +289,43 @@ def _convert(graph: Graph, pred: TensorRef, outer: frozenset, merges: list[Node]
     report.converted[op] += 1
     report.functions += [funcs["then"], funcs["else"]]
     report.nodes.append(cond.name)
-    return [cond, *(node for node, _ in stand_ins)]
+    return [cond, *(node for node, _ in stand_ins), *gates]
+
+
+def _escapes(graph: Graph, sides, inside: set[Node], shapes: ShapeBook) -> list[tuple[TensorRef, int]]:
+    """Branch values read outside the cond (a v1 gradient cond reads the forward branch's values),
+    with their side. Each becomes one more If output, the other branch giving zeros of its
+    shape, so its static shape must be known."""
+    escapes = []
+    for side, (_, _, nodes) in sides.items():
+        for node in in_graph_order(graph, nodes):
+            waiting = [u for u in node.control_uses if u not in inside]
+            if waiting:
+                raise Unconvertible(f"branch node '{node.name}' is waited for by '{waiting[0].name}' outside the cond")
+            for index in sorted({slot_ref.index for slot_ref in (u.inputs[s] for u, s in node.uses())}):
+                readers = [u for u, _ in node.uses(index) if u not in inside]
+                if not readers:
+                    continue
+                ref = node.output(index)
+                shape, dtype = shapes.shape(ref), _dtype(ref)
+                if not shape.fully_defined or not (dtype.is_numeric or dtype.is_bool) or dtype.is_ref:
+                    raise Unconvertible(f"branch value '{ref.name}' ({dtype.name}, shape {shape}) is also used by "
+                                        f"'{readers[0].name}' outside the cond")
+                escapes.append((ref, side))
+    return escapes
+
+
+def _zeros(body: Graph, shape, dtype, name: str) -> TensorRef:
+    """Zeros of a static shape inside a branch function (what the other branch returns for an
+    escaped value)."""
+    import numpy as np
+
+    dims = body.add_node("Const", body.unique_name(f"{name}/shape"),
+                         attrs={"dtype": dtypes.int32, "value": np.asarray(shape.dims, np.int32)})
+    zero = body.add_node("Const", body.unique_name(f"{name}/zero"),
+                         attrs={"dtype": dtype, "value": np.zeros((), dtype.numpy)})
+    return body.add_node("Fill", body.unique_name(name), inputs=[dims.output(0), zero.output(0)],
+                         attrs={"T": dtype, "index_type": dtypes.int32}).output(0)
 
 
 def _switches_on(node: Node, pred: TensorRef) -> bool:

@@ -129,14 +129,13 @@ def _convert_frame(graph: Graph, frame, shapes: ShapeBook, report) -> None:
     body_roots = [v.next_iteration.inputs[0].node for v in variables]
     needed = backward_closure(body_roots + [c for v in variables for c in v.next_iteration.control_inputs],
                               inside.__contains__)
-    # Nodes neither result needs run for their effect (stateful ones: control outputs of the
-    # body) or compute values nothing reads (gone with the loop, unless the caller keeps them).
-    rest = [n for n in work if n not in cond_nodes and n not in needed]
-    kept = [n for n in work if n.name in report.keep]
+    # What neither the condition nor the next iteration needs (a NextIteration's control inputs
+    # count as needed) does not run in the v1 loop either: fetching an Exit prunes it. It goes
+    # with the loop, unless the caller keeps (fetches or targets) one of its nodes.
+    kept = [n for n in frame.nodes + frame.enters if n.name in report.keep and n.op not in EXIT_OPS]
     if kept:
         raise Unconvertible(f"loop node '{kept[0].name}' is to be kept (fetched)")
-    effects = [n for n in rest if fw.is_stateful(n)]
-    body_nodes = needed | backward_closure(effects, inside.__contains__)
+    body_nodes = needed
     shared = [n for n in cond_nodes & body_nodes if fw.is_stateful(n)]
     if shared:   # copied into both functions, it would run twice an iteration
         raise Unconvertible(f"stateful node '{shared[0].name}' ({shared[0].op}) feeds both the condition and the body")
@@ -169,7 +168,7 @@ def _convert_frame(graph: Graph, frame, shapes: ShapeBook, report) -> None:
         from .functionalize_conds import functionalize_conds
 
         functionalize_conds(body, shapes, report, within=f"loop '{frame.name}' {what}")
-        outputs = fw.effect_nodes(body, retvals, [mapping[n] for n in ctrl_out])
+        outputs = fw.surviving(body, [mapping[n] for n in ctrl_out])
         name = fw.function_name(graph.library, f"{scope}_{what}")
         fdef = fw.add_function(graph.library, name, body, args, retvals, outputs)
         return name, fdef.signature.is_stateful

@@ -1,41 +1,46 @@
-"""Executor benchmarks from the `dftool run` issue; prints one table (not a pass/fail test).
+"""Interpreter benchmarks (issue 15's acceptance); prints one table, it is not a pass/fail test.
 
-    .venv/bin/python tests/bench/bench_executor.py [--repeat N]
+    .venv/bin/python tests/bench/bench_executor.py [--repeat N] [--only a b ...] [--tf-python PY] [--busy]
 
-(a) 6 parallel chains of 250 tiny elementwise nodes: executor overhead per node executed
-    (step time minus the same numpy calls made directly, over the node count);
+(a) 6 parallel chains of 250 tiny elementwise nodes: overhead per node executed (step time minus
+    the same numpy calls made directly, over the node count);
 (b) a 1000-iteration while loop with a small body: time per iteration;
-(c) 4 x [512x2048 @ 2048x2048] MLP: ratio to the same numpy calls made directly;
-(d) 4 independent 1024x1024 matmul+tanh branches: speed-up of the executor on 2 threads over the
-    branches run one after another;
-(e) a 4-layer 3x3 conv net, batch 8, 64x64x16: ratio to the best direct numpy convolution
-    (tests/bench/bench_conv.py).
-BLAS is pinned to one thread (set before numpy loads) so (d) measures the executor's own
-parallelism rather than the BLAS library's.
+(c) 4 x [512x2048 @ 2048x2048] MLP;
+(d) 4 independent 1024x1024 matmul+tanh branches;
+(e) a 4-layer 3x3 conv net, batch 8, 64x64x16 (numpy: the best direct convolution of bench_conv.py).
+Each row gives dftool's median step time and its ratio to the same work in numpy and in TensorFlow
+(when a Python with TensorFlow is found: --tf-python, $TF_PYTHON, or this one), all in one run, in
+the environment a user has (no BLAS variables, default threads). --busy measures again with one
+busy process per core running beside both, and reports how much each slowed down.
 """
 from __future__ import annotations
 
-import os
+import argparse
+import sys
+from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("MKL_NUM_THREADS", "1")
-
-import argparse  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from graphtool import dtypes  # noqa: E402
 from graphtool.builder import GraphBuilder  # noqa: E402
 from graphtool.exec.session import Session  # noqa: E402
-from tests.bench.timing import best_of  # noqa: E402
+from graphtool.exec.thread_budget import usable_cores  # noqa: E402
+from timing import TensorFlowReference, busy_cores, median_of, ratio, tensorflow_python  # noqa: E402
 
 
-def bench_chains(repeat):
+class Case:
+    """One benchmark graph: how to run it in dftool, the same work in numpy, and its target."""
+
+    def __init__(self, key, title, graph, fetches, feeds, direct, target, nodes_or_iterations=None, unit=None):
+        self.key, self.title, self.graph, self.fetches, self.feeds = key, title, graph, fetches, feeds
+        self.direct, self.target = direct, target
+        self.count, self.unit = nodes_or_iterations, unit   # per-node / per-iteration overhead rows
+
+
+def tiny_nodes() -> Case:
     chains, length = 6, 250
     b = GraphBuilder()
     x = b.placeholder(dtypes.float32, [4], name="x")
@@ -46,13 +51,6 @@ def bench_chains(repeat):
         for k in range(length):
             y = b.op("Mul" if k % 2 else "AddV2", [y, one], name=f"c{c}/n{k}")
         ends.append(y)
-    session = Session(b.graph, threads=2)
-    feed = {"x": np.ones(4, np.float32)}
-    fetches = [e.name for e in ends]
-    run = session.run(fetches, feed)
-    nodes = run.nodes_executed
-    step = best_of(lambda: session.run(fetches, feed), repeat)
-
     value, factor = np.ones(4, np.float32), np.float32(1.0001)
 
     def direct():
@@ -60,25 +58,25 @@ def bench_chains(repeat):
             y = value
             for k in range(length):
                 y = np.multiply(y, factor) if k % 2 else np.add(y, factor)
-    kernels = best_of(direct, repeat)
-    overhead_us = (step - kernels) / nodes * 1e6
-    return ("(a) 6 x 250 tiny nodes", f"{step * 1e3:.1f} ms/step, {nodes} nodes",
-            f"{overhead_us:.2f} us overhead/node", "<= 5 us/node", overhead_us <= 5)
+    return Case("a", "6 x 250 tiny nodes", b.graph, [e.name for e in ends], {"x": value}, direct,
+                ("us/node", 1.5), chains * length + 2, "node")
 
 
-def bench_loop(repeat):
+def while_loop() -> Case:
     iterations = 1000
     b = GraphBuilder()
     _, acc = b.while_loop(lambda i, a: b.less(i, iterations), lambda i, a: [b.add(i, 1), b.mul(a, 1.0001)],
                           [b.const(0), b.const(np.float32(1.0))], name="loop")
-    session = Session(b.graph, threads=2)
-    step = best_of(lambda: session.run([acc.name]), repeat)
-    per_iteration = step / iterations * 1e6
-    return ("(b) 1000-iteration while loop", f"{step * 1e3:.1f} ms/step", f"{per_iteration:.1f} us/iteration",
-            "<= 50 us/iteration", per_iteration <= 50)
+
+    def direct():
+        i, a = 0, np.float32(1.0)
+        while np.less(i, iterations):
+            i, a = np.add(i, 1), np.multiply(a, np.float32(1.0001))
+    return Case("b", "1000-iteration while loop", b.graph, [acc.name], {}, direct, ("us/iteration", 20),
+                iterations, "iteration")
 
 
-def bench_mlp(repeat):
+def mlp() -> Case:
     rng = np.random.default_rng(0)
     weights = [rng.standard_normal((2048, 2048), dtype=np.float32) * 0.02 for _ in range(4)]
     x_value = rng.standard_normal((512, 2048), dtype=np.float32)
@@ -86,40 +84,29 @@ def bench_mlp(repeat):
     h = b.placeholder(dtypes.float32, [512, 2048], name="x")
     for k, w in enumerate(weights):
         h = b.matmul(h, b.const(w, name=f"w{k}"), name=f"layer{k}")
-    session = Session(b.graph, threads=2)
-    step = best_of(lambda: session.run([h.name], {"x": x_value}), repeat)
 
     def direct():
         y = x_value
         for w in weights:
             y = y @ w
-    baseline = best_of(direct, repeat)
-    ratio = step / baseline
-    return ("(c) 4 x [512x2048 @ 2048x2048]", f"{step * 1e3:.1f} ms vs numpy {baseline * 1e3:.1f} ms",
-            f"{ratio:.3f}x numpy", "<= 1.10x", ratio <= 1.10)
+    return Case("c", "4 x [512x2048 @ 2048x2048] MLP", b.graph, [h.name], {"x": x_value}, direct, ("x TF", 1.1))
 
 
-def bench_branches(repeat):
+def branches() -> Case:
     rng = np.random.default_rng(1)
     a = rng.standard_normal((1024, 1024), dtype=np.float32) * 0.03
     ws = [rng.standard_normal((1024, 1024), dtype=np.float32) * 0.03 for _ in range(4)]
     b = GraphBuilder()
     x = b.placeholder(dtypes.float32, [1024, 1024], name="x")
     outs = [b.tanh(b.matmul(x, b.const(w, name=f"w{k}")), name=f"branch{k}") for k, w in enumerate(ws)]
-    session = Session(b.graph, threads=2)
-    fetches = [o.name for o in outs]
-    parallel = best_of(lambda: session.run(fetches, {"x": a}), repeat)
 
-    def sequential():
+    def direct():
         for w in ws:
             np.tanh(a @ w)
-    one_after_another = best_of(sequential, repeat)
-    speedup = one_after_another / parallel
-    return ("(d) 4 matmul+tanh branches, 2 threads", f"{parallel * 1e3:.1f} ms vs sequential "
-            f"{one_after_another * 1e3:.1f} ms", f"{speedup:.2f}x faster", ">= 1.4x", speedup >= 1.4)
+    return Case("d", "4 matmul+tanh branches", b.graph, [o.name for o in outs], {"x": a}, direct, ("x TF", 1.2))
 
 
-def bench_convnet(repeat):
+def convnet() -> Case:
     from bench_conv import LAYERS, REFERENCES  # the direct numpy convolutions to compare with
 
     rng = np.random.default_rng(2)
@@ -129,24 +116,67 @@ def bench_convnet(repeat):
     h = b.placeholder(dtypes.float32, [8, 64, 64, 16], name="x")
     for k, f in enumerate(filters):
         h = b.conv2d(h, b.const(f, name=f"filter{k}"), strides=[1, 1, 1, 1], padding="SAME", name=f"conv{k}")
-    session = Session(b.graph, threads=2)
-    step = best_of(lambda: session.run([h.name], {"x": x_value}), repeat)
-    baseline = min(best_of(lambda fn=fn: fn(x_value, filters), repeat) for fn in REFERENCES.values())
-    ratio = step / baseline
-    return ("(e) 4-layer 3x3 conv net, b8 64x64x16", f"{step * 1e3:.1f} ms vs best numpy {baseline * 1e3:.1f} ms",
-            f"{ratio:.2f}x numpy", "<= 2x", ratio <= 2.0)
+    fastest = min(REFERENCES.values(), key=lambda fn: median_of(lambda: fn(x_value, filters), 3))
+    return Case("e", "4-layer 3x3 conv net, b8 64x64x16", b.graph, [h.name], {"x": x_value},
+                lambda: fastest(x_value, filters), ("x TF", 2.0))
+
+
+CASES = {"a": tiny_nodes, "b": while_loop, "c": mlp, "d": branches, "e": convnet}
+
+
+def measure(case: Case, tf: TensorFlowReference, repeat: int) -> dict:
+    session = Session(case.graph)   # default threads: the cores this process may use
+    ours = median_of(lambda: session.run(case.fetches, case.feeds), repeat)
+    numpy_time = median_of(case.direct, repeat)
+    tf_time = tf.median(case.graph, case.fetches, case.feeds, repeat)
+    return {"ours": ours, "numpy": numpy_time, "tf": tf_time}
+
+
+def verdict(case: Case, m: dict) -> tuple[str, str]:
+    unit, limit = case.target
+    if case.count:   # overhead per node / per iteration beyond the kernels' own time
+        value = (m["ours"] - m["numpy"]) / case.count * 1e6
+        return f"{value:.2f} {unit}", "yes" if value <= limit else "NO"
+    if m["tf"] is None:
+        return "-", "?"
+    value = m["ours"] / m["tf"]
+    return f"{value:.2f}{unit}", "yes" if value <= limit else "NO"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--only", nargs="*", help="subset of a b c d e")
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--only", nargs="*", help="a subset of: " + " ".join(CASES))
+    parser.add_argument("--tf-python", help="a Python with TensorFlow installed (default: $TF_PYTHON)")
+    parser.add_argument("--busy", action="store_true", help="also measure with one busy process per core")
     args = parser.parse_args()
-    benches = {"a": bench_chains, "b": bench_loop, "c": bench_mlp, "d": bench_branches, "e": bench_convnet}
-    rows = [benches[k](args.repeat) for k in (args.only or benches)]
-    print(f"{'benchmark':40} {'measured':44} {'result':26} {'target':20} met")
-    for name, measured, result, target, met in rows:
-        print(f"{name:40} {measured:44} {result:26} {target:20} {'yes' if met else 'NO'}")
+    tf = TensorFlowReference(tensorflow_python(args.tf_python))
+    cases = [CASES[k]() for k in (args.only or CASES)]
+    quiet = [measure(case, tf, args.repeat) for case in cases]
+    print(f"{'benchmark':36} {'dftool':>10} {'numpy':>10} {'TF':>10} {'vs numpy':>9} {'vs TF':>7}  "
+          f"{'measure':>18} {'target':>16} met")
+    for case, m in zip(cases, quiet):
+        tf_text = "-" if m["tf"] is None else f"{m['tf'] * 1e3:.2f}ms"
+        value, met = verdict(case, m)
+        unit, limit = case.target
+        print(f"{case.key}) {case.title:33} {m['ours'] * 1e3:8.2f}ms {m['numpy'] * 1e3:8.2f}ms {tf_text:>10} "
+              f"{ratio(m['ours'], m['numpy']):>9} {ratio(m['ours'], m['tf']):>7}  {value:>18} "
+              f"{'<= ' + str(limit) + ' ' + unit:>16} {met}")
+    if args.busy:
+        cores = usable_cores()
+        with busy_cores(cores):
+            loaded = [measure(case, tf, args.repeat) for case in cases]
+        print(f"\nwith {cores} busy process(es) beside: slow-down = loaded / quiet median "
+              f"(target: dftool's within 15% of TensorFlow's)")
+        print(f"{'benchmark':36} {'dftool':>18} {'TF':>18} {'dftool vs TF':>13}")
+        for case, q, m in zip(cases, quiet, loaded):
+            ours = m["ours"] / q["ours"]
+            theirs = None if m["tf"] is None else m["tf"] / q["tf"]
+            print(f"{case.key}) {case.title:33} {m['ours'] * 1e3:8.2f}ms {ours:6.2f}x "
+                  f"{'-' if theirs is None else f'{m[chr(116) + chr(102)] * 1e3:8.2f}ms {theirs:6.2f}x':>18} "
+                  f"{'-' if theirs is None else f'{ours / theirs:.2f}':>13}")
+    if tf.version:
+        print(f"\nTensorFlow {tf.version}; numpy {np.__version__}")
     return 0
 
 

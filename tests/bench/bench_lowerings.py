@@ -147,7 +147,8 @@ def conv_workload(shape, taps, out, stride, padding="SAME"):
             return patches @ w.transpose(2, 0, 1, 3).reshape(-1, out)
 
         return {"interpreter Conv2D kernel": (interpreter_fn(node), False),
-                "jit: lax.conv_general_dilated (chosen)": (jax.jit(lambda x, w: registry.lookup("Conv2D").fn(ctx, x, w)), True),
+                "jit: lax.conv_general_dilated (chosen)": (
+                    jax.jit(lambda x, w: registry.lookup("Conv2D").fn(ctx, x, w)), True),
                 "jit: im2col patches @ matmul": (jax.jit(im2col), True)}, [x, w]
     workload.__doc__ = f"Conv2D {shape} {taps}x{taps} -> {out}, stride {stride}, {padding}"
     return workload
@@ -182,6 +183,60 @@ WORKLOADS = {
                                                          np.abs(f32(64))],
                                     {"is_training": False, "epsilon": 1e-3, "data_format": "NHWC",
                                      "U": dtypes.float32}, "FusedBatchNormV3 inference 8x32x32x64"),
+    "maxpool_grad": single_op_workload(
+        "MaxPoolGrad", [f32(8, 64, 64, 32), f32(8, 32, 32, 32), f32(8, 32, 32, 32)], pool_attrs(3, 2),
+        "MaxPoolGrad 3x3/2 8x64x64x32"),
+    "avgpool_grad": single_op_workload(
+        "AvgPoolGrad", [np.array([8, 64, 64, 32], np.int32), f32(8, 32, 32, 32)], pool_attrs(3, 2),
+        "AvgPoolGrad 3x3/2 8x64x64x32"),
+    "conv_backprop_input": single_op_workload(
+        "Conv2DBackpropInput", [np.array([8, 32, 32, 32], np.int32), f32(3, 3, 32, 32), f32(8, 32, 32, 32)],
+        conv_attrs(), "Conv2DBackpropInput 3x3 8x32x32x32 -> 32"),
+    "conv_backprop_filter": single_op_workload(
+        "Conv2DBackpropFilter", [f32(8, 32, 32, 32), np.array([3, 3, 32, 32], np.int32), f32(8, 32, 32, 32)],
+        conv_attrs(), "Conv2DBackpropFilter 3x3 8x32x32x32 -> 32"),
+    "batchnorm_grad": single_op_workload(
+        "FusedBatchNormGradV3", [f32(8, 32, 32, 64), f32(8, 32, 32, 64), f32(64), f32(64), np.abs(f32(64)), f32(0)],
+        {"is_training": True, "epsilon": 1e-3, "data_format": "NHWC", "U": dtypes.float32},
+        "FusedBatchNormGradV3 training 8x32x32x64"),
+    "segment_sum": single_op_workload(
+        "UnsortedSegmentSum", [f32(10000, 64), RNG.integers(0, 500, 10000).astype(np.int32), np.array(500, np.int32)],
+        {"Tindices": dtypes.int32, "Tnumsegments": dtypes.int32}, "UnsortedSegmentSum 10000x64 rows into 500"),
+    "gather": single_op_workload(
+        "GatherV2", [f32(50000, 64), RNG.integers(0, 50000, 4096).astype(np.int32), np.array(0, np.int32)],
+        {"Tindices": dtypes.int32, "Taxis": dtypes.int32, "batch_dims": 0, "Tparams": dtypes.float32},
+        "GatherV2 4096 rows of 50000x64"),
+    "cumsum_long": single_op_workload(
+        "Cumsum", [f32(4, 100000), np.array(1, np.int32)], {"exclusive": False, "reverse": False, "Tidx": dtypes.int32},
+        "Cumsum along 100000"),
+    "cumsum_rows": single_op_workload(
+        "Cumsum", [f32(1000, 256), np.array(0, np.int32)], {"exclusive": False, "reverse": False, "Tidx": dtypes.int32},
+        "Cumsum down 1000 rows of 256"),
+    "top_k": single_op_workload(
+        "TopKV2", [RNG.integers(0, 1 << 30, (64, 10000)).astype(np.int32), np.array(10, np.int32)], {"sorted": True},
+        "TopKV2 k=10 of 64x10000 int32"),
+    "segment_prod": single_op_workload(
+        "UnsortedSegmentProd", [f32(10000, 64), RNG.integers(0, 500, 10000).astype(np.int32), np.array(500, np.int32)],
+        {"Tindices": dtypes.int32, "Tnumsegments": dtypes.int32}, "UnsortedSegmentProd 10000x64 rows into 500"),
+    "matrix_inverse": single_op_workload(
+        "MatrixInverse", [f32(64, 32, 32) + 8 * np.eye(32, dtype=np.float32)], {"adjoint": False},
+        "MatrixInverse 64 x 32x32"),
+    "cholesky": single_op_workload(
+        "Cholesky", [np.eye(64, dtype=np.float32)[None].repeat(32, 0) * 64 + f32(32, 64, 64) * 0.01], {},
+        "Cholesky 32 x 64x64"),
+    "triangular_solve": single_op_workload(
+        "MatrixTriangularSolve", [np.tril(f32(16, 128, 128)) + 16 * np.eye(128, dtype=np.float32), f32(16, 128, 8)],
+        {"lower": True, "adjoint": False}, "MatrixTriangularSolve 16 x 128x128, 8 rhs"),
+    "matrix_solve": single_op_workload(
+        "MatrixSolve", [f32(64, 32, 32) + 8 * np.eye(32, dtype=np.float32), f32(64, 32, 4)], {"adjoint": False},
+        "MatrixSolve 64 x 32x32, 4 rhs"),
+    "determinant": single_op_workload(
+        "MatrixDeterminant", [f32(64, 32, 32) + 8 * np.eye(32, dtype=np.float32)], {}, "MatrixDeterminant 64 x 32x32"),
+    "log_determinant": single_op_workload(
+        "LogMatrixDeterminant", [f32(64, 32, 32) + 8 * np.eye(32, dtype=np.float32)], {},
+        "LogMatrixDeterminant 64 x 32x32"),
+    "rfft": single_op_workload(
+        "RFFT", [f32(256, 1024), np.array([1024], np.int32)], {"Tcomplex": dtypes.complex64}, "RFFT 256 x 1024"),
     "softmax": single_op_workload("Softmax", [f32(256, 1000)], {}, "Softmax 256x1000"),
     "matmul": single_op_workload("MatMul", [f32(512, 1024), f32(1024, 1024)],
                                  {"transpose_a": False, "transpose_b": False}, "MatMul 512x1024 @ 1024x1024"),

@@ -1,16 +1,113 @@
-"""What the benchmarks share: timing a step the same way everywhere."""
+"""What the benchmarks share: timing a step the same way everywhere, TensorFlow as the reference,
+and a busy machine to measure under.
+
+Benchmarks run in the environment a user has: no BLAS or OpenMP variables are set here.
+"""
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import json
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
 
 
 def best_of(fn, repeat: int) -> float:
     """The fastest of `repeat` calls of `fn`, in seconds, after one warm-up call (plan compilation,
     placement, caches). The minimum is the least noisy figure on a shared machine."""
+    return min(times_of(fn, repeat))
+
+
+def median_of(fn, repeat: int) -> float:
+    """The median of `repeat` calls of `fn` after one warm-up call: what a user sees per step."""
+    return statistics.median(times_of(fn, repeat))
+
+
+def times_of(fn, repeat: int) -> list[float]:
     fn()
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return min(times)
+    return times
+
+
+# --- TensorFlow, in its own process -----------------------------------------------------------
+def tensorflow_python(explicit: str | None = None) -> str | None:
+    """A Python that can import TensorFlow: --tf-python, $TF_PYTHON, or this one when it has it."""
+    for candidate in (explicit, os.environ.get("TF_PYTHON")):
+        if candidate:
+            return candidate
+    if importlib.util.find_spec("tensorflow") is not None:
+        return sys.executable
+    return None
+
+
+class TensorFlowReference:
+    """Times graphs in TensorFlow (tf_reference.py in a subprocess), or says it is not installed."""
+
+    def __init__(self, python: str | None):
+        self.python = python
+        self.version = None
+
+    @property
+    def available(self) -> bool:
+        return self.python is not None
+
+    def median(self, graph, fetches: list[str], feeds: dict[str, np.ndarray], repeat: int) -> float | None:
+        """TensorFlow's median step time for `graph` (an IR Graph), or None without TensorFlow."""
+        if self.python is None:
+            return None
+        from graphtool.ir.convert import to_graphdef
+
+        with tempfile.TemporaryDirectory() as scratch:
+            graph_path, feeds_path = os.path.join(scratch, "g.pb"), os.path.join(scratch, "f.npz")
+            with open(graph_path, "wb") as handle:
+                handle.write(to_graphdef(graph).SerializeToString())
+            np.savez(feeds_path, **feeds)
+            done = subprocess.run([self.python, str(HERE / "tf_reference.py"), graph_path,
+                                   feeds_path if feeds else "-", ",".join(fetches), str(repeat)],
+                                  capture_output=True, text=True, timeout=1800)
+        if done.returncode != 0:
+            raise RuntimeError(f"TensorFlow failed: {done.stderr.strip().splitlines()[-1:]}")
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        self.version = result["version"]
+        return result["median"]
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or b is None else f"{a / b:.2f}x"
+
+
+# --- a busy machine -----------------------------------------------------------------------------
+def _spin() -> None:
+    while True:
+        pass
+
+
+@contextlib.contextmanager
+def busy_cores(count: int):
+    """`count` processes that each keep one core busy (a user's other work), stopped on exit."""
+    context = multiprocessing.get_context("spawn")
+    spinners = [context.Process(target=_spin, daemon=True) for _ in range(count)]
+    for process in spinners:
+        process.start()
+    try:
+        time.sleep(0.2)
+        yield
+    finally:
+        for process in spinners:
+            process.terminate()
+        for process in spinners:
+            process.join()

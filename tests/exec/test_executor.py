@@ -248,3 +248,32 @@ def test_a_loop_whose_exit_waits_on_an_edge_that_never_arrives_is_reported():
     graph.node("main/Exit").add_control_input(next_iteration)
     with pytest.raises(RuntimeFailure, match=r"cannot finish: main/Exit:0 never computed; nodes waiting .*main/Exit"):
         run(b, [i.name])
+
+
+def test_a_loop_on_an_untaken_branch_ends_even_with_a_live_loop_constant():
+    """The loop var enters dead but a loop constant enters live (as a gradient's stack handle,
+    entered from outside the cond, does): the dead Enter makes its loop Merge dead, as in
+    TensorFlow, so the loop ends at once with a dead Exit instead of waiting for the Merge's
+    NextIteration input forever."""
+    b = GraphBuilder()
+    p = b.placeholder(dtypes.bool_, [], name="p")
+
+    def with_loop():
+        (i,) = b.while_loop(lambda i: b.less(i, 3), lambda i: [b.add(i, 1)], [b.const(0)], name="loop")
+        return [i]
+
+    (out,) = b.cond(p, with_loop, lambda: [b.const(-1)])
+    graph = b.graph
+    step = b.const(2, name="step")   # at the root: live whatever p is
+    enter = graph.add_node("Enter", "cond/loop/step", inputs=[step],
+                           attrs={"T": dtypes.int32, "frame_name": "cond/loop/while_context",
+                                  "is_constant": True, "parallel_iterations": 10})
+    graph.node("cond/loop/AddV2").set_input(1, enter.output(0))
+    # What waits for the loop to end, the way a gradient orders its stack pushes: a ControlTrigger
+    # fires on a dead input too, so `after` is live once the Exit has come, dead or not.
+    trigger = graph.add_node("ControlTrigger", "loop_ended", control_inputs=[graph.node("cond/loop/Exit")])
+    after = graph.add_node("Identity", "after", inputs=[out], attrs={"T": dtypes.int32},
+                           control_inputs=[trigger])
+    session = Session(graph)
+    assert session.run([after.name], {"p": np.array(False)}, timeout=20).values[0] == -1
+    assert session.run([after.name], {"p": np.array(True)}, timeout=20).values[0] == 4

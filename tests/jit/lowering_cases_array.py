@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.jit.lowering_cases_math import BOOLS, F32, F64, I32, I64, floats, ints
+from tests.jit.lowering_cases_math import BOOLS, F64, I32, I64, floats, ints
 
 F16 = np.float16
 X = floats(2, 3, 4)
@@ -86,6 +86,18 @@ for begin, end, strides, masks in [
                   attrs))
 CASES.append(("StridedSlice", [ints(5, dtype=I64), np.array([-1], I64), np.array([-6], I64), np.array([-2], I64)],
               {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 0}))
+
+# Traced begin/end (a loop counter): x[i], x[:, i], x[-1], and Slice at a traced start.
+NO_MASKS = {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 0}
+CASES += [
+    ("StridedSlice", [X, np.array([1], I32), np.array([2], I32), np.array([1], I32)],
+     {**NO_MASKS, "shrink_axis_mask": 1, "_traced": (1, 2)}),
+    ("StridedSlice", [X, np.array([0, -2], I32), np.array([0, -1], I32), np.array([1, 1], I32)],
+     {**NO_MASKS, "begin_mask": 1, "end_mask": 1, "shrink_axis_mask": 2, "_traced": (1, 2)}),
+    ("StridedSlice", [ints(5, 2, dtype=I64), np.array([-1], I64), np.array([0], I64), np.array([1], I64)],
+     {**NO_MASKS, "shrink_axis_mask": 1, "_traced": (1, 2)}),
+    ("Slice", [X, np.array([1, 1, 0], I32), np.array([1, 2, 4], I32)], {"_traced": (1,)}),
+]
 
 INDICES = np.array([[2, 0], [1, 1]], I32)
 CASES += [

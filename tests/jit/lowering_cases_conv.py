@@ -90,3 +90,58 @@ CASES.append(("MaxPool", [np.full((1, 4, 4, 1), -np.inf, F32)],
 CASES += [("Conv2D", [image(2, 6, 7, 3), floats(3, 3, 1, 6)], conv_attrs("SAME", strides=(2, 1)), CONV_RTOL),
           ("Conv2D", [image(1, 6, 7, 4, "NCHW"), floats(2, 2, 1, 4)], conv_attrs("VALID", data_format="NCHW"),
            CONV_RTOL)]
+# 1x1 filters at stride 1: the filter gradient as one matmul (padding still applies with EXPLICIT).
+CASES += [("Conv2DBackpropFilter", [image(2, 5, 6, 3), np.array([1, 1, 3, 4], I32), floats(2, 5, 6, 4)],
+           conv_attrs("SAME"), CONV_RTOL),
+          ("Conv2DBackpropFilter", [image(2, 5, 6, 3, "NCHW"), np.array([1, 1, 3, 4], I32),
+                                    image(2, 6, 6, 4, "NCHW")],
+           conv_attrs("EXPLICIT", data_format="NCHW", explicit=[(1, 0), (0, 0)]), CONV_RTOL)]
+
+# The remapper's fused ops: every fusion the interpreter implements, both layouts and filter formats.
+for data_format in ("NHWC", "NCHW"):
+    for fused_ops in (["BiasAdd"], ["BiasAdd", "Relu"], ["BiasAdd", "Relu6"], ["BiasAdd", "Elu"],
+                      ["BiasAdd", "LeakyRelu"], ["FusedBatchNorm"], ["FusedBatchNorm", "Relu"]):
+        args = ([floats(4)] if fused_ops[0] == "BiasAdd" else
+                [floats(4), floats(4), floats(4), floats(4, low=0.1, high=2)])
+        attrs = {**conv_attrs("SAME", strides=(2, 1), data_format=data_format), "fused_ops": fused_ops,
+                 "num_args": len(args), "epsilon": 1e-3, "leakyrelu_alpha": 0.3,
+                 "TArgs": [np.dtype(F32)] * len(args)}
+        CASES.append(("_FusedConv2D", [image(2, 6, 7, 3, data_format), floats(3, 2, 3, 4), *args], attrs, CONV_RTOL))
+CASES.append(("_FusedConv2D", [image(1, 5, 5, 3), floats(4, 3, 3, 3), floats(4)],
+              {**conv_attrs("VALID"), "fused_ops": ["BiasAdd", "Relu"], "num_args": 1, "filter_format": "OIHW",
+               "TArgs": [np.dtype(F32)]}, CONV_RTOL))
+for fused_ops in (["BiasAdd"], ["BiasAdd", "Relu"], ["BiasAdd", "Tanh"], ["BiasAdd", "Sigmoid"],
+                  ["BiasAdd", "LeakyRelu"], ["BiasAdd", "Elu"], ["BiasAdd", "Relu6"]):
+    CASES.append(("_FusedMatMul", [floats(3, 4), floats(4, 5), floats(5)],
+                  {"fused_ops": fused_ops, "num_args": 1, "transpose_a": False, "transpose_b": False}, CONV_RTOL))
+CASES.append(("_FusedMatMul", [floats(4, 3), floats(5, 4), floats(5)],
+              {"fused_ops": ["BiasAdd"], "num_args": 1, "transpose_a": True, "transpose_b": True}, CONV_RTOL))
+
+for padding in ("SAME", "VALID"):
+    for ksizes, strides, rates in (((2, 2), (1, 1), (1, 1)), ((3, 2), (2, 3), (1, 1)), ((2, 3), (1, 2), (2, 1))):
+        attrs = {"ksizes": [1, *ksizes, 1], "strides": [1, *strides, 1], "rates": [1, *rates, 1], "padding": padding}
+        CASES += [("ExtractImagePatches", [image(2, 7, 8, 3)], attrs),
+                  ("ExtractImagePatches", [np.arange(2 * 5 * 5 * 2, dtype=np.int64).reshape(2, 5, 5, 2)], attrs)]
+CASES.append(("ExtractImagePatches", [image(1, 2, 2, 3)],
+              {"ksizes": [1, 3, 3, 1], "strides": [1, 1, 1, 1], "rates": [1, 1, 1, 1], "padding": "VALID"}))
+
+RESIZE_MODES = [{"align_corners": False, "half_pixel_centers": False},
+                {"align_corners": True, "half_pixel_centers": False},
+                {"align_corners": False, "half_pixel_centers": True}]
+for mode in RESIZE_MODES:
+    for size in ((5, 9), (2, 3), (1, 1)):
+        CASES += [("ResizeBilinear", [image(2, 4, 6, 3), np.array(size, I32)], mode),
+                  ("ResizeNearestNeighbor", [image(2, 4, 6, 3), np.array(size, I32)], mode),
+                  ("ResizeNearestNeighborGrad", [image(2, *size, 3), np.array((4, 6), I32)], mode, CONV_RTOL),
+                  ("ResizeBilinearGrad", [image(2, *size, 3), image(2, 4, 6, 3)], mode, CONV_RTOL)]
+    CASES.append(("ResizeBilinear", [image(1, 3, 3, 2, dtype=F64), np.array((7, 2), I32)], mode))
+
+for data_format in ("NDHWC", "NCDHW"):
+    five = (lambda v: [1, 1, *v]) if data_format == "NCDHW" else (lambda v: [1, *v, 1])
+    x = floats(2, 5, 6, 4, 3)
+    x = x.transpose(0, 4, 1, 2, 3).copy() if data_format == "NCDHW" else x
+    for padding, strides, dilations in (("SAME", (1, 1, 1), (1, 1, 1)), ("VALID", (2, 1, 2), (1, 1, 1)),
+                                        ("SAME", (1, 2, 1), (2, 1, 1))):
+        CASES.append(("Conv3D", [x, floats(2, 3, 2, 3, 4)], {"strides": five(strides), "dilations": five(dilations),
+                                                             "padding": padding, "data_format": data_format},
+                      CONV_RTOL))

@@ -64,3 +64,15 @@ for radius, bias, alpha, beta in ((2, 1.0, 1e-3, 0.75), (0, 2.0, 0.5, 0.5), (5, 
     x = floats(2, 3, 3, 7)
     CASES += [("LRN", [x], attrs, 1e-4), ("LRN", [floats(1, 2, 2, 3, dtype=F64)], attrs),
               ("LRNGrad", [floats(2, 3, 3, 7), x, floats(2, 3, 3, 7)], attrs, 1e-4)]
+
+for name in ("Sum", "Mean", "SqrtN"):
+    CASES += [(f"SparseSegment{name}WithNumSegments",
+               [floats(5, 3), np.array([0, 4, 2, 2, 1], I32), np.array([0, 0, 1, 3, 3], I32), np.array(5, I32)], {}),
+              (f"SparseSegment{name}WithNumSegments",
+               [floats(4, dtype=F64), np.array([3, 1], I64), np.array([1, 1], I64), np.array(2, I64)], {}),
+              (f"SparseSegment{name}WithNumSegments",
+               [floats(3, 2), np.zeros(0, I32), np.zeros(0, I32), np.array(3, I32)], {}),
+              (f"SparseSegment{name}Grad",
+               [floats(4, 3), np.array([0, 4, 2, 2, 1], I32), np.array([0, 0, 1, 3, 3], I32), np.array(6, I32)], {}),
+              (f"SparseSegment{name}Grad",
+               [floats(2, dtype=F64), np.array([3, 1, 3], I64), np.array([0, 1, 1], I32), np.array(4, I32)], {})]

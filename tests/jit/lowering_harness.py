@@ -21,11 +21,13 @@ def make_node(op: str, inputs, attrs: dict):
     attrs = dict(attrs)
     position = 0
     for arg in spec.inputs:
+        # A list input takes the count its attr gives, else what the other inputs leave.
+        rest = len(arrays) - position - (len(spec.inputs) - spec.inputs.index(arg) - 1)
         if arg.number_attr:
-            count = attrs.setdefault(arg.number_attr, len(arrays) - len(spec.inputs) + 1)
+            count = attrs.setdefault(arg.number_attr, rest)
             items = arrays[position:position + count]
         elif arg.type_list_attr:
-            count = len(arrays) - len(spec.inputs) + 1
+            count = len(attrs[arg.type_list_attr]) if arg.type_list_attr in attrs else rest
             items = arrays[position:position + count]
             attrs.setdefault(arg.type_list_attr, [dtypes.as_dtype(a.dtype) for a in items])
         else:
@@ -39,19 +41,23 @@ def make_node(op: str, inputs, attrs: dict):
     return graph.add_node(op, op.lower(), inputs=refs, attrs=attrs), arrays
 
 
-def run_lowering(node, arrays):
-    """The node's lowering under jax.jit, static inputs passed as numpy arrays."""
+def run_lowering(node, arrays, traced=()):
+    """The node's lowering under jax.jit, static inputs passed as numpy arrays (except those in
+    `traced`, which the lowering must accept traced: its dynamic path)."""
     import jax
     import jax.numpy as jnp
 
     jax.config.update("jax_enable_x64", True)
     lowering = registry.lookup(node.op)
     assert lowering is not None, f"{node.op} has no lowering"
-    reason = registry.why_not(node)
+    # Correctness is checked whether or not the op is worth compiling (profitable=).
+    reason = lowering.supports(node) if lowering.supports else None
     assert reason is None, reason
     out_dtypes = [d.base.numpy for d in node.spec.output_dtypes(node)]
     ctx = registry.LowerContext(node, out_dtypes, jnp, jax.lax)
     static = {slot % len(arrays) for slot in lowering.static_inputs}   # negative: from the end
+    assert set(traced) <= {slot % len(arrays) for slot in lowering.traced_ok}, "not a traced_ok input"
+    static -= set(traced)
     traced_positions = [i for i in range(len(arrays)) if i not in static]
 
     def compiled(*traced):
@@ -65,21 +71,21 @@ def run_lowering(node, arrays):
     return tuple(np.asarray(value) for value in outputs)
 
 
-def compare(op, inputs, attrs=None, rtol=1e-5, atol=1e-6):
+def compare(op, inputs, attrs=None, rtol=1e-5, atol=1e-6, traced=()):
     """Sums (rtol 1e-4 cases: convolutions, reductions) get an absolute tolerance of rtol times the
     output's largest finite magnitude too: an element near zero from terms of that size keeps only
     that much of an absolute error, whichever order the terms are added in."""
     node, arrays = make_node(op, inputs, attrs or {})
     with np.errstate(all="ignore"):   # the executor runs kernels with warnings off
         expected = run_node(node, arrays)
-    actual = run_lowering(node, arrays)
+    actual = run_lowering(node, arrays, traced)
     assert len(actual) == len(expected)
     for index, (got, want) in enumerate(zip(actual, expected)):
         where = f"{op} output {index}"
         assert got.dtype == want.dtype, f"{where}: dtype {got.dtype} != {want.dtype}"
         assert got.shape == want.shape, f"{where}: shape {got.shape} != {want.shape}"
         if want.dtype.kind in "fc" or want.dtype.kind == "V":
-            finite = np.abs(want[np.isfinite(want)].astype(np.float64))
+            finite = np.abs(want[np.isfinite(want)]).astype(np.float64)
             if rtol >= 1e-4 and finite.size:
                 atol = max(atol, rtol * float(finite.max()))
             np.testing.assert_allclose(got.astype(np.float64) if want.dtype.kind == "V" else got,

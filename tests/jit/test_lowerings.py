@@ -10,18 +10,25 @@ pytest.importorskip("jax")
 
 from graphtool import dtypes  # noqa: E402
 from graphtool.jit.lowerings import registry  # noqa: E402
-from tests.jit import (lowering_cases_array, lowering_cases_conv, lowering_cases_math,  # noqa: E402
-                       lowering_cases_nn, lowering_cases_reduce, lowering_cases_train)
+from tests.jit import (lowering_cases_array, lowering_cases_conv, lowering_cases_linalg,  # noqa: E402
+                       lowering_cases_math, lowering_cases_nn, lowering_cases_reduce, lowering_cases_traced,
+                       lowering_cases_train)
 from tests.jit.lowering_harness import compare  # noqa: E402
 
 FAMILIES = (lowering_cases_math, lowering_cases_reduce, lowering_cases_nn, lowering_cases_conv,
-            lowering_cases_array, lowering_cases_train)
+            lowering_cases_array, lowering_cases_train, lowering_cases_linalg, lowering_cases_traced)
 CASES = [case for family in FAMILIES for case in family.CASES]
 
 
 def _attrs(attrs: dict) -> dict:
     """numpy dtypes in a case's attrs as DTypes (the IR's attr values)."""
-    return {k: dtypes.as_dtype(v) if isinstance(v, np.dtype) else v for k, v in attrs.items()}
+    def convert(value):
+        if isinstance(value, np.dtype):
+            return dtypes.as_dtype(value)
+        if isinstance(value, list) and value and isinstance(value[0], np.dtype):
+            return [dtypes.as_dtype(v) for v in value]
+        return value
+    return {k: convert(v) for k, v in attrs.items()}
 
 
 def _case_id(case) -> str:
@@ -34,10 +41,36 @@ def _case_id(case) -> str:
 def test_lowering_matches_interpreter(case):
     op, inputs, attrs = case[:3]
     rtol = case[3] if len(case) > 3 else 1e-5
-    compare(op, inputs, _attrs(attrs), rtol=rtol)
+    attrs = dict(attrs)
+    traced = attrs.pop("_traced", ())   # static inputs given traced: the lowering's dynamic path
+    compare(op, inputs, _attrs(attrs), rtol=rtol, traced=traced)
 
 
 def test_every_lowering_has_a_case():
     covered = {case[0] for case in CASES}
     missing = sorted(set(registry.all_lowerings()) - covered)
     assert not missing, f"lowerings without a test case: {missing}"
+
+
+def test_a_cast_predicate_multiplied_into_nan_keeps_the_nan():
+    """y * Cast(mask) compiled as one program: TensorFlow gives NaN where y is NaN or inf and the
+    mask is 0 (XLA simplifies y * convert(mask) to a select unless the cast avoids the pattern)."""
+    import jax
+    import jax.numpy as jnp
+
+    from tests.jit.lowering_harness import make_node
+
+    values = np.array([np.nan, np.inf, -np.inf, 2.0], np.float32)
+    mask = np.array([False, False, False, True])
+    cast, _ = make_node("Cast", [mask], _attrs({"SrcT": np.dtype(bool), "DstT": np.dtype(np.float32),
+                                               "Truncate": False}))
+    mul, _ = make_node("Mul", [values, values], {})
+
+    def program(y, m):
+        as_float = registry.lookup("Cast").fn(registry.LowerContext(cast, [np.dtype(np.float32)], jnp, jax.lax), m)
+        return registry.lookup("Mul").fn(registry.LowerContext(mul, [np.dtype(np.float32)], jnp, jax.lax),
+                                         y, as_float)
+
+    with np.errstate(invalid="ignore"):
+        expected = values * mask.astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(jax.jit(program)(values, mask)), expected)

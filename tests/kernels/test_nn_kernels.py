@@ -242,6 +242,78 @@ def test_conv2d_blocks_large_inputs_by_rows(monkeypatch):
     np.testing.assert_allclose(whole, _naive_conv(x, f, (1, 1), [(1, 1), (1, 1)]), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape, taps, out_channels, stride, dilation, padding, explicit", [
+    ((3, 7, 6, 5), (3, 3), 4, 1, 1, "SAME", ()),              # per-tap products, whole images per block
+    ((2, 9, 11, 3), (5, 2), 6, 1, 1, "SAME", ()),             # even taps: the odd pad after
+    ((2, 10, 9, 4), (3, 3), 5, 1, 2, "VALID", ()),            # dilated, no padding: the image as it is
+    ((1, 8, 7, 2), (2, 3), 3, 1, 1, "EXPLICIT", (2, 0, 1, 3)),  # uneven explicit pads
+    ((2, 6, 5, 70), (3, 3), 3, 1, 1, "SAME", ()),             # many channels: im2col
+    ((2, 7, 9, 6), (1, 1), 5, 1, 1, "SAME", ()),              # pointwise: a plain product
+    ((2, 7, 9, 6), (1, 1), 5, 2, 1, "VALID", ()),             # pointwise, strided
+])
+@pytest.mark.parametrize("small_blocks", [False, True])
+def test_conv2d_engines_match_the_definition(monkeypatch, shape, taps, out_channels, stride, dilation, padding,
+                                             explicit, small_blocks):
+    """Every forward engine (per-tap products on the flattened image, im2col, 1x1 products),
+    with blocks of whole images or of single rows, computes the convolution's definition."""
+    from graphtool.exec.kernels import nn_conv_shifted, nn_window
+    if small_blocks:   # one output row (the per-tap engine) or a few pixels (1x1) per block
+        monkeypatch.setattr(nn_conv_shifted, "BLOCK_BYTES", 1)
+        monkeypatch.setattr(nn_conv_shifted, "POINTWISE_MIN_ROWS", 4)
+        monkeypatch.setattr(nn_conv_shifted, "POINTWISE_BLOCK_BYTES", 1)
+        monkeypatch.setattr(nn_window, "CHUNK_BYTES", 1)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(shape).astype(F32)
+    f = rng.standard_normal((*taps, shape[-1], out_channels)).astype(F32)
+    attrs = _conv_attrs("NHWC", padding, stride, dilation, explicit)
+    dilated = f if dilation == 1 else np.zeros(((taps[0] - 1) * dilation + 1, (taps[1] - 1) * dilation + 1,
+                                                *f.shape[2:]), F32)
+    dilated[::dilation, ::dilation] = f
+    if padding == "SAME":
+        pads = [((k - 1) * dilation // 2, (k - 1) * dilation - (k - 1) * dilation // 2) for k in taps]
+    else:
+        pads = [tuple(explicit[0:2]), tuple(explicit[2:4])] if padding == "EXPLICIT" else [(0, 0), (0, 0)]
+    expected = _naive_conv(x.astype(np.float64), dilated.astype(np.float64), (stride, stride), pads)
+    np.testing.assert_allclose(run_op("Conv2D", x, f, **attrs), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape, taps, dilation, padding, explicit", [
+    ((2, 9, 8, 5), (3, 3), 1, "SAME", ()),
+    ((1, 12, 10, 3), (3, 2), 2, "VALID", ()),
+    ((2, 7, 6, 4), (2, 3), 1, "EXPLICIT", (1, 0, 2, 1)),
+])
+@pytest.mark.parametrize("block_bytes", [1, 1 << 20])
+def test_depthwise_row_engine_is_bit_identical_to_the_window_einsum(monkeypatch, shape, taps, dilation, padding,
+                                                                    explicit, block_bytes):
+    """Stride-1 depthwise convolutions of few channels run tap by tap on rows; they sum in the
+    einsum's order (TensorFlow's), so the two agree exactly, and both match the definition."""
+    from graphtool.exec.kernels import nn_conv_shifted
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(shape).astype(F32)
+    f = rng.standard_normal((*taps, shape[-1], 1)).astype(F32)
+    attrs = _conv_attrs("NHWC", padding, 1, dilation, explicit)
+    monkeypatch.setattr(nn_conv_shifted, "DEPTHWISE_BLOCK_BYTES", block_bytes)
+    rows = run_op("DepthwiseConv2dNative", x, f, **attrs)
+    monkeypatch.setattr(nn_conv_shifted, "DEPTHWISE_ROWS_MAX_CHANNELS", 0)
+    np.testing.assert_array_equal(rows, run_op("DepthwiseConv2dNative", x, f, **attrs))
+    channels = [run_op("Conv2D", x[..., c:c + 1], f[:, :, c:c + 1], **attrs) for c in range(shape[-1])]
+    np.testing.assert_allclose(rows, np.concatenate(channels, axis=-1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op, channels", [("Conv2DBackpropInput", 4), ("DepthwiseConv2dNativeBackpropInput", 1)])
+def test_backprop_input_by_blocks_of_images_equals_the_whole_batch(monkeypatch, op, channels):
+    """Each image's input gradient is its own sum: blocks of one image give the same bits."""
+    from graphtool.exec.kernels import nn_window
+    rng = np.random.default_rng(7)
+    f = rng.standard_normal((3, 3, 3, channels)).astype(F32)
+    dy = rng.standard_normal((4, 4, 4, 3 * channels if channels == 1 else channels)).astype(F32)
+    args = (np.array([4, 7, 7, 3], np.int32), f, dy)
+    attrs = _conv_attrs("NHWC", "SAME", 2, 1)
+    whole = run_op(op, *args, **attrs)
+    monkeypatch.setattr(nn_window, "CHUNK_BYTES", 1)
+    np.testing.assert_array_equal(run_op(op, *args, **attrs), whole)
+
+
 def test_depthwise_backprops_are_adjoints_and_nchw_agrees():
     rng = np.random.default_rng(3)
     x, f = rng.standard_normal((2, 7, 6, 3)), rng.standard_normal((3, 3, 3, 2))

@@ -15,7 +15,8 @@ import numpy as np
 from . import math_special, variant
 from .math_common import (LOW_PRECISION, broadcast_shape, check_nonzero_divisor, compute_dtype, flush_denormals,
                           is_complex, is_integer, math_kernel, require_same_shape, shape_text,
-                          truncate_divide)
+                          truncate_divide, typed)
+from .registry import kernel
 
 # --- binary arithmetic ----------------------------------------------------------------------
 
@@ -28,8 +29,16 @@ def _binary(*ops: str):
         def binary(ctx, x, y):
             if x.shape != y.shape and x.ndim and y.ndim:
                 broadcast_shape(ctx, x, y)
-            return fn(ctx, x, y)
-        math_kernel(*ops)(binary)
+            result = fn(ctx, x, y)
+            # math_kernel's wrapper, inline (these are the commonest small kernels, and a call is
+            # a good share of their time): the result as an array of the output's dtype.
+            want = ctx.np_out_dtypes[0]
+            if type(result) is ctx.xp.ndarray and result.dtype is want:
+                return result
+            if type(result) is want.type:   # a numpy scalar (0-d inputs): typed()'s last case
+                return ctx.xp.asarray(result)
+            return typed(ctx, result)
+        kernel(*ops)(binary)
         return fn
     return register
 

@@ -62,6 +62,10 @@ def math_kernel(*ops: str, devices=(CPU, GPU), expensive: bool = False):
         @functools.wraps(fn)
         def run(ctx, *inputs, **attrs):
             result = fn(ctx, *inputs, **attrs)
+            # typed()'s first case inline (this wraps most kernels; a call is a good share of a
+            # small kernel's time): already an array of the output's dtype.
+            if type(result) is ctx.xp.ndarray and result.dtype is ctx.np_out_dtypes[0]:
+                return result
             if isinstance(result, tuple):
                 return tuple(typed(ctx, value, i) for i, value in enumerate(result))
             return typed(ctx, result)
@@ -76,6 +80,8 @@ def typed(ctx, value, index: int = 0):
         return value
     if want == object and isinstance(value, np.ndarray):   # variants stay host objects on a GPU
         return value
+    if type(value) is want.type:   # a numpy scalar of the right type (0-d results): no dtype to apply
+        return ctx.xp.asarray(value)
     return ctx.xp.asarray(value, dtype=want)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .nn_activation import elu, leaky_relu, relu, relu6
 from .nn_common import check_supported_format, upcast
 from .nn_conv import ConvAttrs, convolve
@@ -55,17 +57,29 @@ def _apply_fused_ops(ctx, value, args, fused_ops, fusions: Fusions, *, epsilon, 
     """The fused ops applied to a channels-last result `value` (compute dtype)."""
     first, activation = fusions.parse(ctx, fused_ops, args)
     args = [upcast(arg) for arg in args]
-    if first == "BiasAdd":
+    # `value` is the kernel's own new array: where the result keeps its shape and dtype, the bias
+    # and a Relu or Relu6 (the common fusions) update it in place, the same operations without a
+    # new output-sized array each (fresh pages cost ~0.5 ms per 2 MiB on a busy machine).
+    in_place = (first == "BiasAdd" and args[0].dtype == value.dtype
+                and np.broadcast_shapes(value.shape, args[0].shape) == value.shape)
+    if in_place:
+        value += args[0]
+    elif first == "BiasAdd":
         value = value + args[0]
     else:
         value = batch_norm_inference(ctx.xp, value, *args, epsilon, Channels(value, "NHWC"))
     if activation is None:
         return value
+    if in_place and activation in ("Relu", "Relu6"):
+        ctx.xp.maximum(value, 0, out=value)      # NaN stays NaN, as in relu()
+        if activation == "Relu6":
+            ctx.xp.minimum(value, 6, out=value)
+        return value
     # Sigmoid's exp(-x) may overflow to inf, giving the right 0
     return _ACTIVATIONS[activation](ctx, value, leakyrelu_alpha)
 
 
-@kernel("_FusedConv2D", expensive=True)
+@kernel("_FusedConv2D", expensive=True, intra_op=True)
 def fused_conv2d(ctx, image, filt, *args, num_args, strides, padding, explicit_paddings, data_format,
                  filter_format, dilations, fused_ops, epsilon, leakyrelu_alpha):
     check_supported_format(ctx, data_format)

@@ -39,12 +39,15 @@ class KernelDef:
     # Expensive kernels (BLAS, convolutions, big reductions) are worth a thread-pool hop; cheap
     # ones run inline in the scheduling thread. The executor also considers tensor sizes.
     expensive: bool = False
+    # Kernels that divide their own work over the threads the executor grants them
+    # (thread_budget.parallel_for), each part on one BLAS thread.
+    intra_op: bool = False
     # Kernels that keep state between steps or touch resources (TensorArrays, stacks, variables)
     # receive the step's resource manager through ctx.resources.
     extra: dict = field(default_factory=dict)
 
 
-def kernel(*ops: str, devices: tuple[str, ...] = (CPU, GPU), expensive: bool = False):
+def kernel(*ops: str, devices: tuple[str, ...] = (CPU, GPU), expensive: bool = False, intra_op: bool = False):
     """Register the decorated function as the kernel of each op in `ops` on each device type."""
     def register(fn):
         params = inspect.signature(fn).parameters.values()
@@ -54,7 +57,7 @@ def kernel(*ops: str, devices: tuple[str, ...] = (CPU, GPU), expensive: bool = F
                 key = (op, device_type)
                 if key in _KERNELS:
                     raise ValueError(f"kernel for {op} on {device_type} registered twice")
-                _KERNELS[key] = KernelDef(op, device_type, fn, attr_names, expensive)
+                _KERNELS[key] = KernelDef(op, device_type, fn, attr_names, expensive, intra_op)
         return fn
     return register
 

@@ -4,9 +4,10 @@ GatherNd, ReverseV2, OneHot, InvertPermutation, plus Einsum's contractions.
 StridedSlice is planned by the code the interpreter and shape inference share
 (graphtool.ops.array_index.plan_strided_slice), so masks, clamping and negative strides agree.
 
-Not matched, and so documented: an index out of range in a gather, or a repeated or missing
-entry of a permutation, is an error in the interpreter (and TensorFlow); in a compiled cluster
-the values are only known when it runs, and XLA clamps gathers instead of failing.
+Not matched, and so documented: an index out of range in a gather or in a slice at a traced
+position, or a repeated or missing entry of a permutation, is an error in the interpreter (and
+TensorFlow); in a compiled cluster the values are only known when it runs, and XLA clamps
+instead of failing.
 """
 from __future__ import annotations
 
@@ -15,20 +16,56 @@ import numpy as np
 from ...ops.array_index import SliceMasks, plan_strided_slice
 from .array import _SIZES, _wrap
 from .common import lowering, static_int, static_ints
+from .registry import is_static
 
 
-@lowering("Slice", static_inputs=(1, 2), half=True, complex_ok=True)
+@lowering("Slice", static_inputs=(1, 2), traced_ok=(1,), half=True, complex_ok=True)
 def slice_(ctx, x, begin, size):
+    sizes = static_ints(size)
+    if not is_static(begin):   # a start computed in the cluster (a loop counter): fixed sizes
+        if -1 in sizes:
+            raise ValueError("Slice with a traced begin needs every size given (no -1)")
+        return ctx.lax.dynamic_slice(x, [begin[i] for i in range(x.ndim)], sizes)
     window = []
-    for start, count, dim in zip(static_ints(begin), static_ints(size), x.shape):
+    for start, count, dim in zip(static_ints(begin), sizes, x.shape):
         window.append(slice(start, dim if count == -1 else start + count))
     return x[tuple(window)]
 
 
-@lowering("StridedSlice", static_inputs=(1, 2, 3), half=True, complex_ok=True)
+def _slice_masks(ctx) -> SliceMasks:
+    return SliceMasks(*(ctx.attr(name, 0) for name in
+                        ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")))
+
+
+def _dynamic_strided_slice(ctx, x, begin, strides, masks: SliceMasks):
+    """x[i] / x[:, i] with i traced: every spec entry either takes one element (shrink_axis) at a
+    traced position or the whole dim (begin and end masks), with stride 1. Other forms have an
+    output shape that depends on the traced values."""
+    jnp, lax = ctx.jnp, ctx.lax
+    if masks.ellipsis or masks.new_axis or any(s != 1 for s in static_ints(strides)) or len(begin) > x.ndim:
+        raise ValueError("StridedSlice with a traced begin takes only x[i]-like slices")
+    starts, sizes = [], []
+    for axis, dim in enumerate(x.shape):
+        bit = 1 << axis
+        if axis < len(begin) and masks.shrink & bit:
+            start = begin[axis]
+            starts.append(jnp.where(start < 0, start + dim, start))
+            sizes.append(1)
+        elif axis >= len(begin) or (masks.begin & bit and masks.end & bit):
+            starts.append(jnp.zeros((), begin.dtype))
+            sizes.append(dim)
+        else:
+            raise ValueError("StridedSlice with a traced begin takes only x[i]-like slices")
+    taken = lax.dynamic_slice(x, starts, sizes)
+    return taken.reshape([d for axis, d in enumerate(x.shape) if not (axis < len(begin) and masks.shrink & 1 << axis)])
+
+
+# begin and end may be traced for x[i]-like slices (a loop counter indexing a tensor).
+@lowering("StridedSlice", static_inputs=(1, 2, 3), traced_ok=(1, 2), half=True, complex_ok=True)
 def strided_slice(ctx, x, begin, end, strides):
-    masks = SliceMasks(*(ctx.attr(name, 0) for name in
-                         ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")))
+    masks = _slice_masks(ctx)
+    if not (is_static(begin) and is_static(end)):
+        return _dynamic_strided_slice(ctx, x, begin, strides, masks)
     plan = plan_strided_slice(_SIZES, list(x.shape), static_ints(begin), static_ints(end),
                               static_ints(strides), masks)
     # Slicing keeps every input dim; the reshape then drops shrunk dims and adds new axes.

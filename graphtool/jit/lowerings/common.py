@@ -50,7 +50,8 @@ def dtype_problem(node, half: bool, complex_ok: bool) -> str | None:
 
 
 def lowering(*ops: str, static_inputs: tuple[int, ...] = (), supports: Callable | None = None,
-             profitable: Callable | None = None, half: bool = False, complex_ok: bool = False):
+             profitable: Callable | None = None, half: bool = False, complex_ok: bool = False,
+             traced_ok: tuple[int, ...] = ()):
     """Register fn(ctx, *inputs) as the lowering of `ops`, with results cast to the output dtypes
     and the dtype checks above composed with `supports` (node -> reason or None)."""
     def check(node):
@@ -64,7 +65,7 @@ def lowering(*ops: str, static_inputs: tuple[int, ...] = (), supports: Callable 
             return typed(ctx, result, 0)
         run.__name__ = run.__qualname__ = fn.__name__
         run.__doc__ = fn.__doc__
-        lowers(*ops, static_inputs=static_inputs, supports=check, profitable=profitable)(run)
+        lowers(*ops, static_inputs=static_inputs, supports=check, profitable=profitable, traced_ok=traced_ok)(run)
         return fn
     return register
 
@@ -105,6 +106,18 @@ def attr_is(name: str, *allowed):
             return f"{node.op} with {name}={value!r} has no lowering"
         return None
     return check
+
+
+def traced_kernel(ctx, *inputs):
+    """The node's interpreter kernel run with jax.numpy as its array module: for kernels written
+    against `xp` that take their metadata (sizes, offsets) from static inputs on the host and
+    never write into arrays, tracing them gives the interpreter's semantics by construction."""
+    from ...exec.kernels import CPU, KernelContext, bind
+    from ...exec.kernels import lookup as kernel_lookup
+
+    node = ctx.node
+    kernel_ctx = KernelContext(ctx.jnp, node.name, node.op, node.spec.output_dtypes(node), CPU)
+    return bind(kernel_lookup(node.op, CPU), node)(kernel_ctx, *inputs)
 
 
 def all_of(*checks):

@@ -151,6 +151,9 @@ def depthwise_taps(ctx, image_nhwc, filt, geometry: ConvGeometry):
 #   1x112x112x32 3x3/2:                1.40 / 0.72 / 15.1
 #   1x28x28x240 5x5:                   3.41 / 0.96 / 43.0
 #   4x32x32x16 3x3, multiplier 4:      8.41 / 0.69 / 7.96
+# Whole frozen Keras models through the JIT (tests/fixtures/tf2, two runs; shifted / grouped):
+#   MobileNetV1 2x128x128: 3.4-6.9 / 44-50 ms; MobileNetV2 2x32x32: 3.3-4.6 / 6.4-15 ms;
+#   EfficientNetB0 2x32x32: 1.9-3.6 / 7.8-11 ms (the interpreter: 107-359, 8-22, 16-50 ms).
 @lowering("DepthwiseConv2dNative", supports=conv_supported)
 def depthwise_conv2d(ctx, image, filt):
     geometry = ConvGeometry(ctx, image.shape, filt.shape[:2])
@@ -196,6 +199,11 @@ def conv2d_backprop_input(ctx, input_sizes, filt, grad):
         feature_group_count=groups, precision=ctx.lax.Precision.HIGHEST)
 
 
+# Medians in ms, two runs on 2 cores under load 4 (noisy; /tmp script folded into the report):
+# interpreter / XLA convolution / im2col patches @ matmul / one matmul per tap:
+#   8x32x32x32->32 3x3:  27-36 / 3.7-11 / 29-40 / 12-16     8x64x64x16->16 3x3: 98-124 / 3.9-8.2 / 71-90 / 15-30
+#   1x14x14x256->256 3x3: 16 / 7-12 / 7-11 / 4-8          1x56x56x96->96 1x1: 0.5-128 / 2.3-5.7 / 1.0-1.1 / 1.0-2.8
+# XLA's convolution except for 1x1 filters at stride 1, where the gradient is one matmul.
 @lowering("Conv2DBackpropFilter", static_inputs=(1,), supports=_backprop_supported)
 def conv2d_backprop_filter(ctx, image, filter_sizes, grad):
     """dW[i, j, c, o] = sum over batch and output positions of the input tap times the gradient:
@@ -214,6 +222,8 @@ def conv2d_backprop_filter(ctx, image, filter_sizes, grad):
     padded = padded[:, :reach[0], :reach[1], :]
     if 0 in shape or grad.size == 0 or padded.size == 0:
         return jnp.zeros(shape, image.dtype)
+    if shape[:2] == [1, 1] and geometry.strides == [1, 1] and groups == 1:
+        return jnp.einsum("nhwc,nhwo->co", padded, grad, precision=lax.Precision.HIGHEST).reshape(shape)
     if groups > 1:
         # Group g's features of the input and of the gradient pair up: stack the batch inside
         # each group as the contracted features (feature_group_count = groups).
@@ -228,3 +238,30 @@ def conv2d_backprop_filter(ctx, image, filter_sizes, grad):
         padded, grad, window_strides=geometry.dilations, padding=((0, 0), (0, 0)),
         rhs_dilation=geometry.strides, dimension_numbers=("CHWN", "IHWO", "HWNC"),
         precision=lax.Precision.HIGHEST)
+
+
+# --- Conv3D ---------------------------------------------------------------------------------
+
+def _conv3d_supported(node) -> str | None:
+    data_format = node.attr("data_format", "NDHWC")
+    if data_format not in ("NDHWC", "NCDHW"):
+        return f"Conv3D with data_format {data_format} has no lowering"
+    for name in ("strides", "dilations"):
+        values = list(node.attr(name, [1] * 5) or [1] * 5)
+        if len(values) != 5 or any(v != 1 for v in _batch_and_channel(values, data_format)) or min(values) < 1:
+            return f"Conv3D with {name}={values} has no lowering"
+    dtype = node.spec.output_dtypes(node)[0].base.numpy
+    return None if dtype.kind == "f" else f"Conv3D on {dtype} has no lowering"
+
+
+@lowering("Conv3D", supports=_conv3d_supported)
+def conv3d(ctx, image, filt):
+    layout = ctx.attr("data_format", "NDHWC")
+    strides = _spatial(ctx.attr("strides"), layout)
+    dilations = _spatial(ctx.attr("dilations", [1] * 5), layout)
+    pads, _ = window_geometry(_spatial(image.shape, layout), filt.shape[:3], strides, dilations, ctx.attr("padding"))
+    in_depth = _batch_and_channel(image.shape, layout)[1]
+    return ctx.lax.conv_general_dilated(
+        image, filt, window_strides=strides, padding=pads, rhs_dilation=dilations,
+        dimension_numbers=(layout, "DHWIO", layout), feature_group_count=in_depth // filt.shape[3],
+        precision=ctx.lax.Precision.HIGHEST)

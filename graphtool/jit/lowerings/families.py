@@ -1,4 +1,13 @@
 """Imports every family module of lowerings (each registers itself on import)."""
-from . import array, array_index, conv, math, nn, nn_train, pool, pool_grad, reduce, segment, space  # noqa: F401
-from . import control_flow  # noqa: F401
-from . import tensor_list  # noqa: F401
+from importlib import import_module
+
+from . import (array, array_index, complex_fft, conv, diag, fused, linalg, math, nn, nn_train,  # noqa: F401
+               patches, pool, pool_grad, reduce, resize, segment, space, top_k, traced)
+
+# The engine's own families (h-jitcore's branch): imported where present.
+for _family in ("control_flow", "tensor_list"):
+    try:
+        import_module(f"{__package__}.{_family}")
+    except ModuleNotFoundError as error:
+        if error.name != f"{__package__}.{_family}":
+            raise

@@ -25,6 +25,12 @@ def _int_or_float(node) -> str | None:
     return None if dtype.kind in "iuf" else f"{node.op} on {dtype} has no lowering"
 
 
+def _numeric(node) -> str | None:
+    """Integer, real and complex dtypes (the ring operations)."""
+    dtype = node.spec.input_dtypes(node)[0].base.numpy
+    return None if dtype.kind in "iufc" else f"{node.op} on {dtype} has no lowering"
+
+
 def _float_only(node) -> str | None:
     dtype = node.spec.input_dtypes(node)[0].base.numpy
     return None if dtype.kind == "f" else f"{node.op} on {dtype} has no lowering"
@@ -35,17 +41,17 @@ def _integer_only(node) -> str | None:
     return None if dtype.kind in "iu" else f"{node.op} on {dtype} has no lowering"
 
 
-@lowering("Add", "AddV2", complex_ok=True, supports=_int_or_float)
+@lowering("Add", "AddV2", complex_ok=True, supports=_numeric)
 def add(ctx, x, y):
     return ctx.jnp.add(x, y)
 
 
-@lowering("Sub", complex_ok=True, supports=_int_or_float)
+@lowering("Sub", complex_ok=True, supports=_numeric)
 def sub(ctx, x, y):
     return ctx.jnp.subtract(x, y)
 
 
-@lowering("Mul", complex_ok=True, supports=_int_or_float)
+@lowering("Mul", complex_ok=True, supports=_numeric)
 def mul(ctx, x, y):
     return ctx.jnp.multiply(x, y)
 
@@ -348,6 +354,11 @@ def cast(ctx, x):
         return x
     if destination == np.bool_:
         return x != const(ctx, 0, x)
+    if x.dtype == np.bool_:
+        # A select, not a convert: XLA rewrites y * convert(p) as select(p, y, 0), which loses
+        # TensorFlow's NaN * 0 = NaN (a mask multiplied into NaN or inf values); y * select(p, 1, 0)
+        # it leaves alone.
+        return ctx.jnp.where(x, np.ones((), destination), np.zeros((), destination))
     if is_integer(destination) and x.dtype.kind == "f":
         # As x86-64 does (the interpreter's rule): truncate toward zero in int32 (int64 for wide
         # outputs and uint32), NaN and out of range giving INT_MIN, then wrap to the destination.

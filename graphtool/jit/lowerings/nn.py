@@ -106,8 +106,8 @@ def elu_grad(ctx, gradients, outputs):
 
 @lowering("SeluGrad", supports=_float)
 def selu_grad(ctx, gradients, outputs):
-    return ctx.jnp.where(outputs < const(ctx, 0, outputs), gradients * (outputs + const(ctx, SELU_SCALE_ALPHA, outputs)),
-                         gradients * const(ctx, SELU_SCALE, gradients))
+    negative = gradients * (outputs + const(ctx, SELU_SCALE_ALPHA, outputs))
+    return ctx.jnp.where(outputs < const(ctx, 0, outputs), negative, gradients * const(ctx, SELU_SCALE, gradients))
 
 
 @lowering("SoftplusGrad", supports=_float)

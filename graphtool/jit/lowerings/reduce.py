@@ -105,6 +105,11 @@ def arg_reduction(ctx, x, dimension):
     return jnp.argmax(x, axis=axis) if is_max else jnp.argmin(x, axis=axis)
 
 
+# Scans: lax.associative_scan. Medians in ms (one run; numpy in the interpreter / jnp.cumsum /
+# associative_scan): 4x100000 along the long axis 1.5 / 5.2 / 3.9; 1000x256 down the rows
+# 0.9 / 2.0 / 0.67; 64x1000 0.23 / 0.47 / 0.39. XLA's CPU scans lose to numpy on long axes, but a
+# scan is a small part of the graphs that have one (detection, ranking) and splitting their
+# clusters around it costs more, so it stays compiled.
 @lowering("Cumsum", "Cumprod", static_inputs=(1,), supports=_real)
 def scan(ctx, x, axis_tensor):
     jnp, is_sum = ctx.jnp, ctx.node.op == "Cumsum"
@@ -112,7 +117,7 @@ def scan(ctx, x, axis_tensor):
     reverse, exclusive = ctx.attr("reverse", False), ctx.attr("exclusive", False)
     if reverse:
         x = jnp.flip(x, axis=axis)
-    result = (jnp.cumsum if is_sum else jnp.cumprod)(x, axis=axis, dtype=x.dtype)
+    result = ctx.lax.associative_scan(jnp.add if is_sum else jnp.multiply, x, axis=axis) if x.size else x
     if exclusive and x.shape[axis]:
         all_but_last = tuple(slice(0, -1) if i == axis else slice(None) for i in range(x.ndim))
         first_shape = tuple(1 if i == axis else d for i, d in enumerate(x.shape))

@@ -30,13 +30,17 @@ _LOWERINGS: dict[str, "LoweringDef"] = {}
 class LoweringDef:
     op: str
     fn: Callable
-    # Input positions that must be concrete (numpy) when the cluster is compiled.
+    # Input positions that must be concrete (numpy) when the cluster is compiled; negative
+    # positions count from the end (ConcatV2's axis is its last input).
     static_inputs: tuple[int, ...] = ()
     # node -> None when this lowering handles the node, else the reason it does not.
     supports: Callable | None = None
     # Chosen by measurement (see the family module): False keeps the op in the interpreter
     # because its interpreter kernel is faster than what XLA makes of it.
     profitable: Callable | None = None
+    # Static inputs the lowering also takes traced (a dynamic path, e.g. StridedSlice's x[i] with
+    # i a loop counter): they arrive as numpy when known at compile time, else as traced values.
+    traced_ok: tuple[int, ...] = ()
 
 
 @dataclass
@@ -60,13 +64,13 @@ class LowerContext:
 
 
 def lowers(*ops: str, static_inputs: tuple[int, ...] = (), supports: Callable | None = None,
-           profitable: Callable | None = None):
+           profitable: Callable | None = None, traced_ok: tuple[int, ...] = ()):
     """Register the decorated function as the lowering of each op in `ops`."""
     def register(fn):
         for op in ops:
             if op in _LOWERINGS:
                 raise ValueError(f"lowering for {op} registered twice")
-            _LOWERINGS[op] = LoweringDef(op, fn, tuple(static_inputs), supports, profitable)
+            _LOWERINGS[op] = LoweringDef(op, fn, tuple(static_inputs), supports, profitable, tuple(traced_ok))
         return fn
     return register
 
@@ -117,6 +121,11 @@ def _ensure_loaded() -> None:
     if not _LOADED:
         _LOADED = True
         from . import families  # noqa: F401
+
+
+def is_static(value) -> bool:
+    """Whether a lowering's input is a compile-time (numpy) value rather than a traced one."""
+    return isinstance(value, (np.ndarray, np.generic))
 
 
 def as_numpy(value) -> np.ndarray:
