@@ -23,7 +23,7 @@ from ..exec.kernels.registry import kernel
 from ..ir import Graph, TensorRef
 from ..ops import registry as op_registry
 from ..shapes import Shape
-from . import runtime, trace
+from . import runtime, trace, traced_cache
 
 OP = "_JitCluster"
 
@@ -79,8 +79,9 @@ class ClusterProgram:
         self.static_positions = static_positions
         self.ops = ops                        # the ops of the nodes it holds (for reports)
         self.key = f"cluster_{next(_counter)}"
-        self._jitted: dict[tuple, object] = {}
-        self._signatures: set[tuple] = set()
+        # One callable per input signature (static values, dtypes and shapes), compiled on its first call.
+        self._callables: dict[tuple, object] = {}
+        self._disk_key: bytes | None = None
         self._lock = threading.Lock()
         self.compile_seconds = 0.0
         self.compiles = 0
@@ -105,15 +106,38 @@ class ClusterProgram:
             env[ref] = static_values[position].array if position in static_values else next(dyn)
         return tuple(trace.evaluate(self.body, env, self.outputs))
 
-    def _function(self, statics: tuple):
-        fn = self._jitted.get(statics)
-        if fn is None:
-            jax = runtime.load()
-            with self._lock:
-                fn = self._jitted.get(statics)
-                if fn is None:
-                    fn = self._jitted[statics] = jax.jit(partial(self._trace, statics))
-        return fn
+    def _build(self, statics: tuple, dynamic: list, jax_device):
+        """The jitted program for one signature: traced here, or loaded traced from the disk
+        cache of an earlier process (traced_cache.py)."""
+        jax = runtime.load()
+        traced = jax.jit(partial(self._trace, statics))
+        name = self._traced_name(statics, dynamic, jax_device)
+        if name is None:
+            return traced
+        exported = traced_cache.load(name)
+        if exported is None:
+            try:
+                from jax import export
+
+                avals = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in dynamic]
+                exported = export.export(traced, platforms=[jax_device.platform])(*avals)
+            except Exception:   # noqa: BLE001 - a program JAX cannot export is jitted as usual
+                return traced
+            traced_cache.store(name, exported)
+        return jax.jit(exported.call)
+
+    def _traced_name(self, statics: tuple, dynamic: list, jax_device) -> str | None:
+        if runtime.cache_dir() is None:
+            return None
+        if self._disk_key is None:
+            from ..ir.convert import to_graphdef
+
+            names = "|".join(ref.full_name for ref in self.inputs) + ">" + "|".join(ref.full_name for ref in self.outputs)
+            self._disk_key = to_graphdef(self.body).SerializeToString(deterministic=True) + names.encode()
+        jax = runtime.load()
+        signature = repr([(tuple(a.shape), str(a.dtype)) for a in dynamic]).encode()
+        return traced_cache.key([self._disk_key, *(repr(v._key).encode() for v in statics), signature,
+                                 jax_device.platform.encode(), jax.__version__.encode()])
 
     def __call__(self, device, inputs) -> tuple:
         if self.failure is not None:
@@ -169,24 +193,25 @@ class ClusterProgram:
         dynamic = inputs if on_default and device.xp is np else [runtime.to_jax(v, jax_device) for v in inputs]
         if self.held_positions:
             dynamic = self._held_inputs(dynamic, jax_device)
-        fn = self._jitted.get(statics) or self._function(statics)
-        if not on_default:
-            fn = partial(runtime.call_on, jax_device, fn)
         signature = (statics, *[(a.shape, a.dtype) for a in dynamic])
         self.calls += 1
-        if signature in self._signatures:
+        fn = self._callables.get(signature)
+        if fn is not None:
             results = fn(*dynamic)
         else:
             start = time.perf_counter()
             try:
+                fn = self._build(statics, dynamic, jax_device)
+                if not on_default:
+                    fn = partial(runtime.call_on, jax_device, fn)
                 results = fn(*dynamic)
                 for r in results:
                     r.block_until_ready()
             except Exception as exc:   # noqa: BLE001 - whatever a lowering or XLA refused
                 raise _CompileFailed() from exc
             with self._lock:
-                if signature not in self._signatures:
-                    self._signatures.add(signature)
+                if signature not in self._callables:
+                    self._callables[signature] = fn
                     self.compiles += 1
                     self.compile_seconds += time.perf_counter() - start
         lists = self.list_outputs

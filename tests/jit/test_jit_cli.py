@@ -75,6 +75,38 @@ def test_a_second_process_with_a_warm_cache_does_not_recompile(cache):
     assert compile_second < compile_first
 
 
+_NO_TRACING = """
+import sys
+from graphtool.jit import trace
+def refuse(*args, **kwargs):
+    raise AssertionError("traced again")
+trace.evaluate = refuse
+from cli.main import run
+sys.argv = ["dftool", *sys.argv[1:]]
+run()
+"""
+
+
+def test_a_second_process_loads_the_traced_program_instead_of_tracing(cache, tmp_path):
+    """The first process stores each cluster's traced program (traced_cache.py); a second one
+    whose tracer would fail still compiles from it and computes the same numbers."""
+    import numpy as np
+
+    code, out, err = _dftool("run", *RNN, "--jit", "--output", tmp_path / "first.npz", env=cache)
+    assert code == 0, err
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **cache}
+    proc = subprocess.run([sys.executable, "-c", _NO_TRACING, "run", *RNN, "--jit", "--json",
+                           "--output", str(tmp_path / "second.npz")], capture_output=True,
+                          text=True, cwd=REPO_ROOT, env=env, timeout=300, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    clusters = json.loads(proc.stdout)["jit"]["clusters"]
+    assert clusters and all(c["compiles"] >= 1 and not c["interpreted_because"] for c in clusters), clusters
+    with np.load(tmp_path / "first.npz") as first, np.load(tmp_path / "second.npz") as second:
+        assert sorted(first.files) == sorted(second.files)
+        for name in first.files:
+            np.testing.assert_array_equal(second[name], first[name])
+
+
 _NO_JAX = """
 import sys
 class _NoJax:
