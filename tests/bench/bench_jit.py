@@ -13,8 +13,8 @@ when it is available, TensorFlow; prints one table (not a pass/fail test).
     time and compile time of the first (cold) and of the second (warm).
 
 Step times are medians of --repeat steps after warm-up steps, in the default environment (no BLAS
-pinning). TensorFlow (2 intra- and 2 inter-op threads) runs in a subprocess of --tf-python (default:
-/work/tfenv/bin/python when it exists); the tests never need it. On a shared machine compare the
+pinning). TensorFlow (its default threads) runs in a subprocess (timing.py's tf_reference.py) of
+--tf-python, $TF_PYTHON, or this Python when it has TensorFlow; the tests never need it. On a shared machine compare the
 ratios within one run and repeat.
 """
 from __future__ import annotations
@@ -37,35 +37,10 @@ sys.path.insert(0, str(ROOT))
 from graphtool import dtypes, graph_io  # noqa: E402
 from graphtool.builder import GraphBuilder  # noqa: E402
 from graphtool.exec.session import Session  # noqa: E402
-from graphtool.ir import from_graphdef, to_graphdef  # noqa: E402
+from graphtool.ir import from_graphdef  # noqa: E402
 
-DEFAULT_TF = "/work/tfenv/bin/python"
-
-_TF_SCRIPT = r"""
-import json, statistics, sys, time
-import numpy as np
-import tensorflow as tf
-pb, feeds_path, fetches, repeat = sys.argv[1], sys.argv[2], sys.argv[3].split(","), int(sys.argv[4])
-graph_def = tf.compat.v1.GraphDef()
-graph_def.ParseFromString(open(pb, "rb").read())
-graph = tf.Graph()
-with graph.as_default():
-    tf.import_graph_def(graph_def, name="")
-config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=2, inter_op_parallelism_threads=2)
-session = tf.compat.v1.Session(graph=graph, config=config)
-with np.load(feeds_path) as archive:
-    feeds = {(k if ":" in k else k + ":0"): archive[k] for k in archive.files}
-fetches = [f if ":" in f else f + ":0" for f in fetches]
-for _ in range(3):
-    session.run(fetches, feeds)
-times = []
-for _ in range(repeat):
-    start = time.perf_counter()
-    session.run(fetches, feeds)
-    times.append(time.perf_counter() - start)
-print(json.dumps({"median": statistics.median(times)}))
-"""
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import TensorFlowReference, tensorflow_python  # noqa: E402
 
 def median_step(fn, repeat: int, warmup: int = 3) -> float:
     for _ in range(warmup):
@@ -150,7 +125,7 @@ def lstm():
 
 # --- measuring -------------------------------------------------------------------------------------
 
-def measure(case: Case, repeat: int, tf_python: str | None) -> dict:
+def measure(case: Case, repeat: int, tf: TensorFlowReference) -> dict:
     row = {"name": case.name}
     interp = Session(case.graph, jit=False)
     row["interp"] = median_step(lambda: interp.run(case.fetches, case.feeds), repeat)
@@ -162,23 +137,17 @@ def measure(case: Case, repeat: int, tf_python: str | None) -> dict:
     row["jit"] = median_step(lambda: jit.run(case.fetches, case.feeds), repeat)
     row["clusters"] = f"{len(jit.jit_report.clusters)} cl, {jit.jit_report.compiled_nodes} nodes in, " \
                       f"{len(jit.jit_report.left_out)} out"
-    if tf_python and case.tf_ok:
-        row["tf"] = run_tf(case, repeat, tf_python)
+    if tf.available and case.tf_ok:
+        row["tf"] = run_tf(case, repeat, tf)
     return row
 
 
-def run_tf(case: Case, repeat: int, tf_python: str) -> float | None:
-    with tempfile.TemporaryDirectory() as tmp:
-        pb, feeds = os.path.join(tmp, "graph.pb"), os.path.join(tmp, "feeds.npz")
-        graph_io.save_graphdef(to_graphdef(case.graph), pb)
-        np.savez(feeds, **{k.split(":")[0]: v for k, v in case.feeds.items()})
-        proc = subprocess.run([tf_python, "-c", _TF_SCRIPT, pb, feeds, ",".join(case.fetches), str(repeat)],
-                              capture_output=True, text=True, timeout=900,
-                              env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""})
-        if proc.returncode != 0:
-            print(f"TensorFlow failed on {case.name}: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
-            return None
-        return json.loads(proc.stdout.strip().splitlines()[-1])["median"]
+def run_tf(case: Case, repeat: int, tf: TensorFlowReference) -> float | None:
+    try:
+        return tf.median(case.graph, case.fetches, {k.split(":")[0]: v for k, v in case.feeds.items()}, repeat)
+    except RuntimeError as exc:   # TensorFlow could not run this graph
+        print(f"TensorFlow failed on {case.name}: {exc}", file=sys.stderr)
+        return None
 
 
 def warm_cache_processes() -> list[str]:
@@ -214,9 +183,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--only", nargs="*", help="subset of a b c d e f g h")
-    parser.add_argument("--tf-python", default=DEFAULT_TF if os.path.exists(DEFAULT_TF) else None,
-                        help="a Python with TensorFlow for the TF column ('' for none)")
+    parser.add_argument("--tf-python", help="a Python with TensorFlow for the TF column (default: $TF_PYTHON, "
+                                             "or this Python when it has TensorFlow)")
     args = parser.parse_args()
+    tf = TensorFlowReference(tensorflow_python(args.tf_python))
     benches = {"a": chains, "b": loop, "c": convnet, "d": mlp, "e": mobilenet, "f": lstm, "h": resnet}
     wanted = args.only or ["a", "b", "c", "d", "e", "h", "f", "g"]
     print(f"{'benchmark':36} {'interp ms':>10} {'jit ms':>10} {'tf ms':>10} {'jit/tf':>7} {'interp/jit':>10} "
@@ -224,7 +194,7 @@ def main() -> int:
     for key in wanted:
         if key not in benches:
             continue
-        row = measure(benches[key](), args.repeat, args.tf_python or None)
+        row = measure(benches[key](), args.repeat, tf)
         tf = row.get("tf")
         ratio = f"{row['jit'] / tf:.2f}x" if tf else "-"
         print(f"{row['name']:36} {_ms(row['interp']):>10} {_ms(row['jit']):>10} {_ms(tf):>10} {ratio:>7} "
