@@ -34,6 +34,7 @@ NO_GRADIENT: dict[str, str] = {
        for op in ("FakeQuantWithMinMaxArgsGradient", "FakeQuantWithMinMaxVarsGradient",
                   "FakeQuantWithMinMaxVarsPerChannelGradient", "QuantizeAndDequantizeV4Grad")},
     "_FusedMatMul": _FUSED, "_FusedConv2D": _FUSED,
+    "_JitCluster": "made by the JIT in a compiled plan, after any gradient was taken (differentiate the graph)",
     "Bitcast": "reinterprets bits: not a differentiable function of its input",
     "Unique": "TensorFlow defines no gradient for the Unique family",
     "UniqueV2": "TensorFlow defines no gradient for the Unique family",

@@ -21,7 +21,6 @@ import numpy as np
 
 from ..exec.kernels.registry import kernel
 from ..ir import Graph, TensorRef
-from ..ops import registry as op_registry
 from ..shapes import Shape
 from . import runtime, trace, traced_cache
 
@@ -31,25 +30,6 @@ OP = "_JitCluster"
 _PROGRAMS: "weakref.WeakValueDictionary[str, ClusterProgram]" = weakref.WeakValueDictionary()
 _counter = itertools.count()
 _programs_lock = threading.Lock()
-
-
-def _cluster_shapes(ctx):
-    declared = ctx.attr("output_shapes", [])
-    if declared and len(declared) == ctx.num_outputs:
-        return [Shape.of(s) for s in declared]
-    return [Shape.unknown()] * ctx.num_outputs
-
-
-def _register_op() -> None:
-    if op_registry.lookup(OP) is None:
-        op_registry.register(OP, inputs=["args: Tin"], outputs=["results: Tout"],
-                             attrs=["Tin: list(type) >= 0", "Tout: list(type) >= 0", "cluster: string",
-                                    "output_shapes: list(shape) = []"],
-                             shape=_cluster_shapes, family="jit",
-                             doc="A cluster of nodes compiled by XLA through JAX (graphtool/jit).")
-
-
-_register_op()
 
 
 class _StaticValue:
