@@ -31,12 +31,7 @@ CANNOT_PASS: dict[str, str] = {
 # run id -> why one of its clusters cannot compile and runs interpreted (results still match).
 _GROWING_LOOP = ("a while loop whose carried tensor grows every iteration (shape invariant [None]): "
                  "lax.while_loop needs fixed shapes, so that cluster runs in the interpreter")
-_IN_PLACE = ("its lowering (a traced interpreter kernel) assigns into an array in place, which a JAX trace "
-             "refuses, so that cluster runs in the interpreter: a lowering to fix")
 INTERPRETED_CLUSTERS: dict[str, str] = {
-    "tf/op_nn_argmax_lrn": "MaxPoolWithArgmax: " + _IN_PLACE,
-    "tf/op_nn_dilation": "Dilation2D: " + _IN_PLACE,
-    "tf/op_nn_volume": "MaxPool3D: " + _IN_PLACE,
     "tf/while_loop": _GROWING_LOOP,
     "tf/while_loop-zero_iterations": _GROWING_LOOP,
     "tf/while_loop-twelve": _GROWING_LOOP,
