@@ -195,9 +195,9 @@ def main() -> int:
         if key not in benches:
             continue
         row = measure(benches[key](), args.repeat, tf)
-        tf = row.get("tf")
-        ratio = f"{row['jit'] / tf:.2f}x" if tf else "-"
-        print(f"{row['name']:36} {_ms(row['interp']):>10} {_ms(row['jit']):>10} {_ms(tf):>10} {ratio:>7} "
+        tf_time = row.get("tf")
+        ratio = f"{row['jit'] / tf_time:.2f}x" if tf_time else "-"
+        print(f"{row['name']:36} {_ms(row['interp']):>10} {_ms(row['jit']):>10} {_ms(tf_time):>10} {ratio:>7} "
               f"{row['interp'] / row['jit']:>9.1f}x {row['compile']:>9.2f}  {row['clusters']}", flush=True)
     if "g" in wanted:
         for line in warm_cache_processes():
