@@ -13,7 +13,7 @@ import functools
 import numpy as np
 
 from . import math_special, variant
-from .math_common import (LOW_PRECISION, broadcast_shape, check_nonzero_divisor, compute_dtype, flush_denormals,
+from .math_common import (LOW_PRECISION, add_in_tensorflow_order, broadcast_shape, check_nonzero_divisor, compute_dtype, flush_denormals,
                           is_complex, is_integer, math_kernel, require_same_shape, shape_text,
                           truncate_divide, typed)
 from .registry import kernel
@@ -435,31 +435,12 @@ def clip_by_value(ctx, t, low, high):
     return xp.where(below_high < low, low, below_high)
 
 
-# TensorFlow's AddN adds its first N % 8 inputs (8 when N % 8 == 0, 9 when N % 8 == 1) left to
-# right, then each following group of 8 summed on its own: the order matters in half precision.
-_ADD_N_GROUP = 8
-
-
 @math_kernel("AddN", "AccumulateNV2")
 def add_n(ctx, *inputs):
     require_same_shape(ctx, inputs, ctx.op)
     if variant.is_variant(ctx):
         return variant.add_n(ctx, inputs)
-    if len(inputs) == 1:
-        return inputs[0]
-    first = len(inputs) % _ADD_N_GROUP
-    first += _ADD_N_GROUP if first < 2 else 0
-    total = _sum_left_to_right(inputs[:first])
-    for start in range(first, len(inputs), _ADD_N_GROUP):
-        total = total + _sum_left_to_right(inputs[start:start + _ADD_N_GROUP])
-    return total
-
-
-def _sum_left_to_right(arrays):
-    total = arrays[0] + arrays[1]
-    for array in arrays[2:]:
-        total = total + array
-    return total
+    return add_in_tensorflow_order(inputs)
 
 
 # Register the rest of the family.

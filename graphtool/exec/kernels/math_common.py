@@ -129,3 +129,28 @@ def compute_dtype(dtype) -> np.dtype:
     """The dtype to evaluate a float function in: float32 for half and bfloat16 (rounded to the
     output dtype once, as Eigen does for its transcendental functions), else the dtype itself."""
     return FLOAT32 if np.dtype(dtype) in LOW_PRECISION else np.dtype(dtype)
+
+
+# TensorFlow's AddN adds its first N % 8 inputs (8 when N % 8 == 0, 9 when N % 8 == 1) left to
+# right, then each following group of 8 summed on its own: the order matters in half precision.
+# Written with `+` only, so the JIT's lowering (jax arrays) sums in the same order.
+_ADD_N_GROUP = 8
+
+
+def add_in_tensorflow_order(inputs):
+    """The sum of one or more same-shape arrays, in the order TensorFlow's AddN adds them."""
+    if len(inputs) == 1:
+        return inputs[0]
+    first = len(inputs) % _ADD_N_GROUP
+    first += _ADD_N_GROUP if first < 2 else 0
+    total = _sum_left_to_right(inputs[:first])
+    for start in range(first, len(inputs), _ADD_N_GROUP):
+        total = total + _sum_left_to_right(inputs[start:start + _ADD_N_GROUP])
+    return total
+
+
+def _sum_left_to_right(arrays):
+    total = arrays[0] + arrays[1]
+    for array in arrays[2:]:
+        total = total + array
+    return total

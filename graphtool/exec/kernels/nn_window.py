@@ -91,15 +91,11 @@ def _c_div(a: int, b: int) -> int:
     return quotient if a >= 0 else -quotient
 
 
-def make_window(ctx, in_sizes, taps, strides, dilations, padding: str, pads=None) -> Window:
-    """The window of a node: sizes, taps, strides, dilations and explicit (before, after) pads
-    all per spatial dim. Fails as TensorFlow does when the output size would be negative."""
-    if padding == "EXPLICIT" and len(pads) != len(in_sizes):
-        ctx.fail(f"explicit_paddings attribute must contain {2 * (len(in_sizes) + 2)} values")
+def window_geometry(in_sizes, taps, strides, dilations, padding: str, pads=None):
+    """((before, after) pads, output sizes) per spatial dim, as TensorFlow computes them (an
+    output size may come out negative: make_window refuses it; the JIT checks it the same way)."""
     out_sizes, all_pads = [], []
     for i, (size, k, s, d) in enumerate(zip(in_sizes, taps, strides, dilations)):
-        if s < 1 or d < 1:
-            ctx.fail(f"Stride and dilation must be >= 1, got stride {s} and dilation {d}")
         span = (k - 1) * d + 1
         if padding == "SAME":
             out = _c_div(size + s - 1, s)
@@ -108,11 +104,24 @@ def make_window(ctx, in_sizes, taps, strides, dilations, padding: str, pads=None
         else:
             before, after = pads[i] if padding == "EXPLICIT" else (0, 0)
             out = _c_div(size + before + after - span + s, s)
-        if out < 0:
-            ctx.fail(f"Computed output size would be negative: {out} [input_size: {size}, "
-                     f"effective_filter_size: {span}, stride: {s}]")
         out_sizes.append(out)
         all_pads.append((before, after))
+    return all_pads, out_sizes
+
+
+def make_window(ctx, in_sizes, taps, strides, dilations, padding: str, pads=None) -> Window:
+    """The window of a node: sizes, taps, strides, dilations and explicit (before, after) pads
+    all per spatial dim. Fails as TensorFlow does when the output size would be negative."""
+    if padding == "EXPLICIT" and len(pads) != len(in_sizes):
+        ctx.fail(f"explicit_paddings attribute must contain {2 * (len(in_sizes) + 2)} values")
+    for s, d in zip(strides, dilations):
+        if s < 1 or d < 1:
+            ctx.fail(f"Stride and dilation must be >= 1, got stride {s} and dilation {d}")
+    all_pads, out_sizes = window_geometry(in_sizes, taps, strides, dilations, padding, pads)
+    for size, k, s, d, out in zip(in_sizes, taps, strides, dilations, out_sizes):
+        if out < 0:
+            ctx.fail(f"Computed output size would be negative: {out} [input_size: {size}, "
+                     f"effective_filter_size: {(k - 1) * d + 1}, stride: {s}]")
     return Window(tuple(in_sizes), tuple(taps), tuple(strides), tuple(dilations), tuple(all_pads),
                   tuple(out_sizes))
 

@@ -10,6 +10,7 @@ Chosen by measurement (tests/bench/bench_lowerings.py; numbers in the comments b
 """
 from __future__ import annotations
 
+from ...exec.kernels.nn_window import window_geometry as interpreter_geometry
 from .common import lowering, static_ints
 
 # --- geometry -------------------------------------------------------------------------------
@@ -29,26 +30,11 @@ def _batch_and_channel(values, data_format: str) -> tuple[int, int]:
     return values[0], values[1 if _is_channels_first(data_format) else -1]
 
 
-def _c_div(a: int, b: int) -> int:
-    quotient = abs(a) // b
-    return quotient if a >= 0 else -quotient
-
-
 def window_geometry(in_sizes, taps, strides, dilations, padding: str, explicit=None):
-    """((before, after) pads, output sizes) per spatial dim, as TensorFlow computes them."""
-    pads, out_sizes = [], []
-    for i, (size, k, s, d) in enumerate(zip(in_sizes, taps, strides, dilations)):
-        span = (k - 1) * d + 1
-        if padding == "SAME":
-            out = _c_div(size + s - 1, s)
-            needed = max(0, (out - 1) * s + span - size)
-            before, after = needed // 2, needed - needed // 2
-        else:
-            before, after = explicit[i] if padding == "EXPLICIT" else (0, 0)
-            out = _c_div(size + before + after - span + s, s)
-        pads.append((before, after))
-        out_sizes.append(max(out, 0))
-    return pads, out_sizes
+    """((before, after) pads, output sizes) per spatial dim: the interpreter's arithmetic, with an
+    impossible (negative) size clamped to 0 (the lowering declines such nodes)."""
+    pads, out_sizes = interpreter_geometry(in_sizes, taps, strides, dilations, padding, explicit)
+    return pads, [max(out, 0) for out in out_sizes]
 
 
 class ConvGeometry:

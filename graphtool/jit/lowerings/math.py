@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...exec.kernels.math_common import add_in_tensorflow_order
 from .common import const, is_integer, lowering
 
 # --- binary arithmetic ----------------------------------------------------------------------
@@ -311,29 +312,10 @@ def clip_by_value(ctx, t, low, high):
     return ctx.jnp.where(below_high < low, low, below_high)
 
 
-# TensorFlow's AddN adds its first N % 8 inputs (8 when N % 8 == 0, 9 when N % 8 == 1) left to
-# right, then each following group of 8 summed on its own (the interpreter's order, kept so
-# float results agree to the last bit).
-_ADD_N_GROUP = 8
-
-
+# AddN sums in TensorFlow's order (the interpreter's helper), so float results agree to the last bit.
 @lowering("AddN", supports=_int_or_float)
 def add_n(ctx, *inputs):
-    if len(inputs) == 1:
-        return inputs[0]
-    first = len(inputs) % _ADD_N_GROUP
-    first += _ADD_N_GROUP if first < 2 else 0
-    total = _sum_left_to_right(inputs[:first])
-    for start in range(first, len(inputs), _ADD_N_GROUP):
-        total = total + _sum_left_to_right(inputs[start:start + _ADD_N_GROUP])
-    return total
-
-
-def _sum_left_to_right(arrays):
-    total = arrays[0] + arrays[1]
-    for array in arrays[2:]:
-        total = total + array
-    return total
+    return add_in_tensorflow_order(inputs)
 
 
 # --- Cast -----------------------------------------------------------------------------------
