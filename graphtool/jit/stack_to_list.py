@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ir import Graph, Node, TensorRef
-from .subgraph import ShapeBook, Unconvertible
+from .subgraph import ShapeBook, Unconvertible, replace_keeping_names
 
 _HANDLE_CARRIERS = frozenset({"Enter", "Identity"})
 
@@ -188,10 +188,5 @@ def _rewrite(graph: Graph, stack: Node, carriers, push: Node, pop: Node, closes,
         renames.append((no_op, close))
     for _, old in renames:
         old.clear_inputs()
-    for node in reversed(carriers):
-        graph.remove_node(node)
-    for new, old in renames:
-        name = old.name
-        graph.remove_node(old)
-        graph.rename(new, name)
+    replace_keeping_names(graph, renames, carriers)
     graph.remove_node(stack)

@@ -98,3 +98,15 @@ def stand_in(graph: Graph, old: Node, ref: TensorRef, dtype) -> Node:
     graph.replace_all_uses_with(old.output(0), new.output(0))
     graph.move_control_uses(old, new)
     return new
+
+
+def replace_keeping_names(graph: Graph, renames: list[tuple[Node, Node]], carriers: list[Node]) -> None:
+    """Finish a rewrite: drop `carriers` (the old value's pass-through nodes, innermost last),
+    then each (new, old) pair's old node, giving its name to the new one (so fetches of the old
+    name still work). The old nodes' inputs must already be cleared or be going."""
+    for node in reversed(carriers):
+        graph.remove_node(node)
+    for new, old in renames:
+        name = old.name
+        graph.remove_node(old)
+        graph.rename(new, name)

@@ -24,7 +24,7 @@ import numpy as np
 from .. import dtypes
 from ..ir import Graph, Node, TensorRef
 from ..shapes import Shape
-from .subgraph import Unconvertible
+from .subgraph import Unconvertible, replace_keeping_names
 
 _CARRIERS = frozenset({"Enter", "Merge", "Switch", "Exit", "NextIteration", "Identity"})
 _HANDLE_CARRIERS = frozenset({"Enter", "Identity"})
@@ -181,9 +181,4 @@ def _rewrite(graph: Graph, array: Node, carriers: list[Node], ops: list[Node], f
     # The handle's carriers (innermost last) and the replaced ops now have no users.
     for op in ops:
         op.clear_inputs()
-    for node in reversed(carriers):
-        graph.remove_node(node)
-    for new, old in renames:
-        name = old.name
-        graph.remove_node(old)
-        graph.rename(new, name)
+    replace_keeping_names(graph, renames, carriers)

@@ -18,6 +18,7 @@ pytest.importorskip("jax")
 from graphtool import graph_io  # noqa: E402
 from graphtool.exec.session import Session  # noqa: E402
 from graphtool.ir import from_graphdef  # noqa: E402
+from tests.exec.test_tf_fixtures_run import assert_matches  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -76,18 +77,6 @@ def _param(run_id, folder, fetches, feeds, expected, rtol, atol, slow=False):
         marks.append(pytest.mark.xfail(reason=CANNOT_PASS[run_id], strict=True))
     return pytest.param(folder, fetches, feeds, expected, rtol, atol, run_id in INTERPRETED_CLUSTERS,
                         id=run_id, marks=marks)
-
-
-def assert_matches(name, actual, expected, rtol, atol):
-    assert actual.shape == expected.shape, f"{name}: shape {actual.shape}, TensorFlow {expected.shape}"
-    if expected.dtype.kind in "fc":
-        assert actual.dtype == expected.dtype, f"{name}: dtype {actual.dtype}, TensorFlow {expected.dtype}"
-        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True, err_msg=name)
-    elif expected.dtype.kind in "SU":
-        assert [bytes(v) for v in np.ravel(actual)] == [bytes(v) for v in np.ravel(expected)], name
-    else:
-        assert actual.dtype == expected.dtype, f"{name}: dtype {actual.dtype}, TensorFlow {expected.dtype}"
-        np.testing.assert_array_equal(actual, expected, err_msg=name)
 
 
 @pytest.mark.parametrize("folder, fetches, feeds_file, expected_file, rtol, atol, may_interpret",
