@@ -14,6 +14,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import textwrap
 import tracemalloc
 import zipfile
@@ -416,15 +417,36 @@ def test_a_corrupt_archive_and_a_bad_npy_name_the_file(tmp_path, feed_graph):
     assert code == 2 and "holds Python objects" in error_line(err)
 
 
+# The child reports its own high-water mark (VmHWM: the peak of the memory map exec gave it).
+# ru_maxrss cannot tell: Linux carries the forking parent's peak into the child's, so a test
+# process that has loaded JAX (the JIT tests) would make every child look 300 MB big.
+_REPORT_PEAK = """
+import atexit, os, sys
+def report():
+    with open("/proc/self/status") as status:
+        kib = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    with open(os.environ["DFTOOL_TEST_PEAK_FILE"], "w") as out:
+        out.write(kib)
+atexit.register(report)
+from cli.main import run
+sys.argv = ["dftool", *sys.argv[1:]]
+run()
+"""
+
+
 def _child_peak_rss(*args, env=None) -> tuple[int, str, int]:
     """Run dftool in a child; (exit code, stderr, its peak resident memory in bytes)."""
-    proc = subprocess.Popen([sys.executable, "-m", "cli.main", *map(str, args)], cwd=REPO_ROOT,
-                            env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})},
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    err = proc.stderr.read().decode()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, err, usage.ru_maxrss * 1024
+    if not os.path.exists("/proc/self/status"):
+        pytest.skip("needs /proc to read a child's own peak memory")
+    with tempfile.TemporaryDirectory() as scratch:
+        peak_file = os.path.join(scratch, "peak")
+        proc = subprocess.run([sys.executable, "-c", _REPORT_PEAK, *map(str, args)], cwd=REPO_ROOT,
+                              env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "DFTOOL_TEST_PEAK_FILE": peak_file,
+                                   **(env or {})},
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
+        with open(peak_file) as handle:
+            peak = int(handle.read()) * 1024
+    return proc.returncode, proc.stderr.decode(), peak
 
 
 def test_a_zip_bomb_feed_is_refused_before_decompressing(tmp_path, feed_graph):
