@@ -99,12 +99,8 @@ def _extreme_reduction(name: str, lowest_when_empty: bool):
     def reduce(ctx, x, axes, keep_dims):
         xp = ctx.xp
         if x.size == 0:
-            if is_integer(x.dtype):
-                limits = np.iinfo(x.dtype)
-                fill = limits.min if lowest_when_empty else limits.max
-            else:
-                fill = -np.inf if lowest_when_empty else np.inf
-            return xp.full(_reduced_shape(x, axes, keep_dims), fill, dtype=x.dtype)
+            return xp.full(_reduced_shape(x, axes, keep_dims), empty_extreme(x.dtype, lowest_when_empty),
+                           dtype=x.dtype)
         return getattr(xp, name.lower())(x, axis=axes, keepdims=keep_dims)
     return reduce
 
@@ -171,3 +167,12 @@ def scan(ctx, x, axis_tensor, *, exclusive, reverse):
         identity = xp.full(first_shape, 0 if is_sum else 1, dtype=x.dtype)
         result = xp.concatenate([identity, result[all_but_last]], axis=axis)
     return xp.flip(result, axis=axis) if reverse else result
+
+
+def empty_extreme(dtype, is_max: bool):
+    """What Max (is_max) or Min of no elements gives in TensorFlow: the type's lowest or highest
+    value (-inf/inf for floats). The JIT's lowering uses it too."""
+    if is_integer(dtype):
+        limits = np.iinfo(dtype)
+        return limits.min if is_max else limits.max
+    return -np.inf if is_max else np.inf

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...exec.kernels.math_reduce import empty_extreme
 from .common import const, is_integer, lowering, static_int, static_ints
 
 
@@ -67,12 +68,7 @@ def euclidean_norm(ctx, x, indices):
 def _extreme(ctx, x, indices, is_max: bool):
     jnp, axes, keep_dims = ctx.jnp, _axes(x, indices), ctx.attr("keep_dims", False)
     if x.size == 0:
-        if is_integer(x.dtype):
-            limits = np.iinfo(x.dtype)
-            fill = limits.min if is_max else limits.max
-        else:
-            fill = -np.inf if is_max else np.inf
-        return jnp.full(_reduced_shape(x, axes, keep_dims), fill, x.dtype)
+        return jnp.full(_reduced_shape(x, axes, keep_dims), empty_extreme(x.dtype, is_max), x.dtype)
     return (jnp.max if is_max else jnp.min)(x, axis=axes, keepdims=keep_dims)
 
 
