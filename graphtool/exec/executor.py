@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..errors import RuntimeFailure
-from . import step_errors, straight_line, transfer
+from . import sequential_loop, step_errors, straight_line, transfer
 from .frames import DEAD, FETCHED, RAN, TARGET, FrameDelivery, FrameState
 from .plan import ENTER, EXIT, FED, FORWARDS, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, Item, Plan
 from .resources import step_scope
@@ -67,6 +67,8 @@ class Executor:
         # Loop-free plans run as a straight line: its order, and a slot layout per set of fetches.
         self._straight_order = straight_line.static_order(plan) if straight_line.applies(plan) else None
         self._schedules: dict[tuple, straight_line.Schedule] = {}
+        # Simple while loops run iteration after iteration without dependency counting.
+        sequential_loop.prepare(plan)
         # Devices with streams (GPUs) launch kernels through a stream runtime (streams.py).
         self.streams = plan.device.stream_runtime(plan)
 
@@ -197,6 +199,7 @@ class _Step(FrameDelivery):
         self.rendezvous = None   # set for plans with _Send/_Recv (see transfer.py)
         self.participant = None
         self.streams = executor.streams
+        self.sequential_loops = True   # (a recorder turns them off: it times every node)
 
     @property
     def ran(self) -> bytes:
@@ -281,6 +284,8 @@ class _Step(FrameDelivery):
                         finish(tagged, item.dead_outputs, True)
                     else:
                         finish(tagged, (value,), False)
+                    if self.error is not None:   # an Enter ran a whole loop (sequential_loop.py)
+                        break
                     continue
                 process(tagged)
                 if self.error is not None:   # a Switch, a transfer or a kernel run by a recorder failed

@@ -11,6 +11,7 @@ are cleared when a node runs, so values are released after their last consumer.
 """
 from __future__ import annotations
 
+from . import sequential_loop
 from .plan import ENTER, EXIT, MERGE, NEXT_ITERATION, FrameTemplate, Item
 
 
@@ -44,7 +45,7 @@ class IterationState:
 class FrameState:
     __slots__ = ("template", "parent", "parent_iter", "iterations", "iteration_count",
                  "outstanding_iterations", "pending_enters", "live_enters", "loop_invariants",
-                 "next_iter_roots", "dead_exits", "iterations_run")
+                 "next_iter_roots", "dead_exits", "iterations_run", "entered")
 
     def __init__(self, template: FrameTemplate, parent: "FrameState | None", parent_iter: int):
         self.template = template
@@ -59,6 +60,7 @@ class FrameState:
         self.next_iter_roots: list[tuple[Item, tuple]] = []
         self.dead_exits: list[Item] = []
         self.iterations_run = 1
+        self.entered: list | None = None   # a sequential loop's Enter values, until all have come
 
 
 class FrameDelivery:
@@ -118,6 +120,18 @@ class FrameDelivery:
 
     def _enter(self, item: Item, outputs, is_dead: bool, frame: "FrameState", it: int) -> None:
         child = self._child_frame(frame, it, item.child_frame)
+        loop = item.child_frame.sequential
+        if loop is not None and self.sequential_loops:   # run whole once every Enter has come
+            if child.entered is None:
+                child.entered = []
+            child.entered.append((item, outputs, is_dead))
+            child.pending_enters -= 1
+            if child.pending_enters == 0:
+                self._run_sequentially(loop, child, frame, it)
+            return
+        self._enter_counted(item, outputs, is_dead, child)
+
+    def _enter_counted(self, item: Item, outputs, is_dead: bool, child: "FrameState") -> None:
         if item.is_constant:
             child.loop_invariants.append((item, outputs))
             for index, state in list(child.iterations.items()):
@@ -129,6 +143,37 @@ class FrameDelivery:
             child.live_enters += 1
         if child.pending_enters == 0:
             self._cleanup(child, 0)
+
+    def _run_sequentially(self, loop, child: "FrameState", frame: "FrameState", it: int) -> None:
+        """Run a loop instance whose Enters have all come (sequential_loop.py), and deliver its
+        Exits' values to the parent iteration; with a dead Enter value, or a node of the loop that
+        is a target of the step, count it the usual way instead."""
+        entered, child.entered = child.entered, None
+        marks = self.marks
+        if any(dead for _, _, dead in entered) or any(marks[i] & TARGET for i in loop.item_ids):
+            child.pending_enters = child.template.num_enters
+            for item, outputs, is_dead in entered:
+                self._enter_counted(item, outputs, is_dead, child)
+            return
+        result = sequential_loop.run(self, loop, child, entered)
+        if result is None:   # the step failed (self.error)
+            return
+        exit_values, iterations, program = result
+        for item_id in program.always_ids:
+            marks[item_id] |= RAN
+        if iterations:
+            for item_id in program.body_ids:
+                marks[item_id] |= RAN
+        name = child.template.name
+        self.stats.iterations[name] = self.stats.iterations.get(name, 0) + iterations + 1
+        state = frame.iterations[it]
+        del state.children[name]
+        state.outstanding_frames -= 1
+        for (exit_item, _), value in zip(program.exits, exit_values):
+            outputs = (value,)
+            if marks[exit_item.id] != RAN:   # fetched
+                self._note_finished(exit_item, outputs, False)
+            self._deliver(exit_item, outputs, False, frame, it, state)
 
     def _deliver(self, src: Item, outputs, src_dead: bool, frame: FrameState, it: int,
                  state: IterationState) -> None:

@@ -89,6 +89,10 @@ class FrameTemplate:
     num_enters: int = 0
     parallel_iterations: int = 1
     exits: list[Item] = field(default_factory=list)
+    # Set by sequential_loop.prepare: how a qualifying loop runs without dependency counting, and
+    # why another does not ("" when it qualifies; None until decided).
+    sequential: object = None
+    sequential_reason: str | None = None
 
 
 @dataclass

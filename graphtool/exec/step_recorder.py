@@ -92,6 +92,7 @@ class TracedStep(_Step):
         """Record into `stats` (its origin is the time base); call before run()."""
         self._step_stats = stats
         self._scheduler = threading.get_ident()
+        self.sequential_loops = False   # every node of every iteration is timed and recorded
         self._inline_start: int | None = None
         self._starts: dict[int, int] = {}        # id(tagged) -> when a _Recv began to wait
         # Raw records (tuples, see _finish) and released buffers (_BufferRefs), in the order

@@ -1,6 +1,6 @@
 """Interpreter benchmarks (issue 15's acceptance); prints one table, it is not a pass/fail test.
 
-    .venv/bin/python tests/bench/bench_executor.py [--repeat N] [--only a b ...] [--tf-python PY] [--busy]
+    .venv/bin/python tests/bench/bench_executor.py [--rounds N] [--only a b ...] [--tf-python PY] [--busy]
 
 (a) 6 parallel chains of 250 tiny elementwise nodes: overhead per node executed (step time minus
     the same numpy calls made directly, over the node count);
@@ -8,7 +8,8 @@
 (c) 4 x [512x2048 @ 2048x2048] MLP;
 (d) 4 independent 1024x1024 matmul+tanh branches;
 (e) a 4-layer 3x3 conv net, batch 8, 64x64x16 (numpy: the best direct convolution of bench_conv.py).
-Each row gives dftool's median step time and its ratio to the same work in numpy and in TensorFlow
+Each row gives dftool's median step time and its ratio to the same work in numpy and in TensorFlow,
+measured in interleaved rounds (timing.interleaved) so that all three see the same machine load
 (when a Python with TensorFlow is found: --tf-python, $TF_PYTHON, or this one), all in one run, in
 the environment a user has (no BLAS variables, default threads). --busy measures again with one
 busy process per core running beside both, and reports how much each slowed down.
@@ -28,7 +29,7 @@ from graphtool import dtypes  # noqa: E402
 from graphtool.builder import GraphBuilder  # noqa: E402
 from graphtool.exec.session import Session  # noqa: E402
 from graphtool.exec.thread_budget import usable_cores  # noqa: E402
-from timing import TensorFlowReference, busy_cores, median_of, ratio, tensorflow_python  # noqa: E402
+from timing import TensorFlowReference, busy_cores, interleaved, median_of, ratio, tensorflow_python, timed  # noqa: E402
 
 
 class Case:
@@ -124,12 +125,12 @@ def convnet() -> Case:
 CASES = {"a": tiny_nodes, "b": while_loop, "c": mlp, "d": branches, "e": convnet}
 
 
-def measure(case: Case, tf: TensorFlowReference, repeat: int) -> dict:
+def measure(case: Case, tf: TensorFlowReference, rounds: int) -> dict:
+    """Median step times of dftool, numpy and TensorFlow, taken in interleaved rounds."""
     session = Session(case.graph)   # default threads: the cores this process may use
-    ours = median_of(lambda: session.run(case.fetches, case.feeds), repeat)
-    numpy_time = median_of(case.direct, repeat)
-    tf_time = tf.median(case.graph, case.fetches, case.feeds, repeat)
-    return {"ours": ours, "numpy": numpy_time, "tf": tf_time}
+    with tf.live(case.graph, case.fetches, case.feeds) as tf_step:
+        return interleaved({"ours": timed(lambda: session.run(case.fetches, case.feeds)),
+                            "numpy": timed(case.direct), "tf": tf_step}, rounds)
 
 
 def verdict(case: Case, m: dict) -> tuple[str, str]:
@@ -145,14 +146,14 @@ def verdict(case: Case, m: dict) -> tuple[str, str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (timing.interleaved)")
     parser.add_argument("--only", nargs="*", help="a subset of: " + " ".join(CASES))
     parser.add_argument("--tf-python", help="a Python with TensorFlow installed (default: $TF_PYTHON)")
     parser.add_argument("--busy", action="store_true", help="also measure with one busy process per core")
     args = parser.parse_args()
     tf = TensorFlowReference(tensorflow_python(args.tf_python))
     cases = [CASES[k]() for k in (args.only or CASES)]
-    quiet = [measure(case, tf, args.repeat) for case in cases]
+    quiet = [measure(case, tf, args.rounds) for case in cases]
     print(f"{'benchmark':36} {'dftool':>10} {'numpy':>10} {'TF':>10} {'vs numpy':>9} {'vs TF':>7}  "
           f"{'measure':>18} {'target':>16} met")
     for case, m in zip(cases, quiet):
@@ -165,7 +166,7 @@ def main() -> int:
     if args.busy:
         cores = usable_cores()
         with busy_cores(cores):
-            loaded = [measure(case, tf, args.repeat) for case in cases]
+            loaded = [measure(case, tf, args.rounds) for case in cases]
         print(f"\nwith {cores} busy process(es) beside: slow-down = loaded / quiet median "
               f"(target: dftool's within 15% of TensorFlow's)")
         print(f"{'benchmark':36} {'dftool':>18} {'TF':>18} {'dftool vs TF':>13}")

@@ -1,7 +1,7 @@
 """JIT benchmarks (issue 15): step times of the interpreter, the JIT (`Session(jit=True)`) and,
 when it is available, TensorFlow; prints one table (not a pass/fail test).
 
-    .venv/bin/python tests/bench/bench_jit.py [--repeat N] [--only a b ...] [--tf-python PATH]
+    .venv/bin/python tests/bench/bench_jit.py [--rounds N] [--only a b ...] [--tf-python PATH]
 
 (a) 6 parallel chains of 250 tiny elementwise nodes (per-node overhead);
 (b) a 1000-iteration while loop with a small body (per-iteration overhead);
@@ -12,17 +12,18 @@ when it is available, TensorFlow; prints one table (not a pass/fail test).
 (g) MobileNetV2 in two new processes sharing a fresh persistent cache: `dftool run --jit` wall
     time and compile time of the first (cold) and of the second (warm).
 
-Step times are medians of --repeat steps after warm-up steps, in the default environment (no BLAS
-pinning). TensorFlow (its default threads) runs in a subprocess (timing.py's tf_reference.py) of
---tf-python, $TF_PYTHON, or this Python when it has TensorFlow; the tests never need it. On a shared machine compare the
-ratios within one run and repeat.
+Step times are medians of back-to-back steps taken in --rounds interleaved rounds (interpreter,
+JIT, TensorFlow in turn: timing.interleaved), in the default environment (no BLAS pinning).
+TensorFlow (its default threads) runs in a subprocess (timing.py's tf_reference.py) of --tf-python,
+$TF_PYTHON, or this Python when it has TensorFlow; the tests never need it. On a shared machine
+compare the ratios within one run.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import statistics
+import contextlib
 import subprocess
 import sys
 import tempfile
@@ -40,18 +41,7 @@ from graphtool.exec.session import Session  # noqa: E402
 from graphtool.ir import from_graphdef  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import TensorFlowReference, tensorflow_python  # noqa: E402
-
-def median_step(fn, repeat: int, warmup: int = 3) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
+from timing import TensorFlowReference, interleaved, tensorflow_python, timed  # noqa: E402
 
 class Case:
     def __init__(self, name, graph, fetches, feeds, tf_ok=True):
@@ -125,29 +115,29 @@ def lstm():
 
 # --- measuring -------------------------------------------------------------------------------------
 
-def measure(case: Case, repeat: int, tf: TensorFlowReference) -> dict:
+def measure(case: Case, rounds: int, tf: TensorFlowReference) -> dict:
+    """Step times of the interpreter, the JIT and TensorFlow, taken in interleaved rounds (after the
+    JIT's first, compiling run) so that all three see the same machine load."""
     row = {"name": case.name}
     interp = Session(case.graph, jit=False)
-    row["interp"] = median_step(lambda: interp.run(case.fetches, case.feeds), repeat)
     jit = Session(case.graph, jit=True)
     start = time.perf_counter()
     jit.run(case.fetches, case.feeds)
     row["first_run"] = time.perf_counter() - start
     row["compile"] = jit.jit_report.compile_seconds
-    row["jit"] = median_step(lambda: jit.run(case.fetches, case.feeds), repeat)
     row["clusters"] = f"{len(jit.jit_report.clusters)} cl, {jit.jit_report.compiled_nodes} nodes in, " \
                       f"{len(jit.jit_report.left_out)} out"
-    if tf.available and case.tf_ok:
-        row["tf"] = run_tf(case, repeat, tf)
-    return row
-
-
-def run_tf(case: Case, repeat: int, tf: TensorFlowReference) -> float | None:
+    tf_feeds = {k.split(":")[0]: v for k, v in case.feeds.items()}
     try:
-        return tf.median(case.graph, case.fetches, {k.split(":")[0]: v for k, v in case.feeds.items()}, repeat)
+        with tf.live(case.graph, case.fetches, tf_feeds) if case.tf_ok else contextlib.nullcontext() as tf_step:
+            row.update(interleaved({"interp": timed(lambda: interp.run(case.fetches, case.feeds)),
+                                    "jit": timed(lambda: jit.run(case.fetches, case.feeds)),
+                                    "tf": tf_step}, rounds))
     except RuntimeError as exc:   # TensorFlow could not run this graph
         print(f"TensorFlow failed on {case.name}: {exc}", file=sys.stderr)
-        return None
+        row.update(interleaved({"interp": timed(lambda: interp.run(case.fetches, case.feeds)),
+                                "jit": timed(lambda: jit.run(case.fetches, case.feeds))}, rounds))
+    return row
 
 
 def warm_cache_processes() -> list[str]:
@@ -181,7 +171,7 @@ def _ms(value) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (timing.interleaved)")
     parser.add_argument("--only", nargs="*", help="subset of a b c d e f g h")
     parser.add_argument("--tf-python", help="a Python with TensorFlow for the TF column (default: $TF_PYTHON, "
                                              "or this Python when it has TensorFlow)")
@@ -194,7 +184,7 @@ def main() -> int:
     for key in wanted:
         if key not in benches:
             continue
-        row = measure(benches[key](), args.repeat, tf)
+        row = measure(benches[key](), args.rounds, tf)
         tf_time = row.get("tf")
         ratio = f"{row['jit'] / tf_time:.2f}x" if tf_time else "-"
         print(f"{row['name']:36} {_ms(row['interp']):>10} {_ms(row['jit']):>10} {_ms(tf_time):>10} {ratio:>7} "

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -84,6 +85,78 @@ class TensorFlowReference:
         result = json.loads(done.stdout.strip().splitlines()[-1])
         self.version = result["version"]
         return result["median"]
+
+
+    @contextlib.contextmanager
+    def live(self, graph, fetches: list[str], feeds: dict[str, np.ndarray]):
+        """A TensorFlow process holding `graph` warm; yields a step timer for interleaved(): timer(n)
+        runs n steps there and returns TensorFlow's own time for each (None without TensorFlow)."""
+        if self.python is None:
+            yield None
+            return
+        from graphtool.ir.convert import to_graphdef
+
+        with tempfile.TemporaryDirectory() as scratch:
+            graph_path, feeds_path = os.path.join(scratch, "g.pb"), os.path.join(scratch, "f.npz")
+            with open(graph_path, "wb") as handle:
+                handle.write(to_graphdef(graph).SerializeToString())
+            np.savez(feeds_path, **feeds)
+            process = subprocess.Popen([self.python, str(HERE / "tf_reference.py"), graph_path,
+                                        feeds_path if feeds else "-", ",".join(fetches), "serve"],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       text=True)
+            try:
+                hello = process.stdout.readline()
+                if not hello:
+                    raise RuntimeError(f"TensorFlow failed: {process.stderr.read().strip().splitlines()[-1:]}")
+                self.version = json.loads(hello)["version"]
+
+                def steps(count: int) -> list[float]:
+                    process.stdin.write(f"{count}\n")
+                    process.stdin.flush()
+                    return json.loads(process.stdout.readline())
+                yield steps
+            finally:
+                process.stdin.close()
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
+def timed(fn) -> Callable[[int], list[float]]:
+    """`fn` as a step timer: timer(n) runs `fn` n times and returns the seconds each call took."""
+    def steps(count: int) -> list[float]:
+        times = []
+        for _ in range(count):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return times
+    return steps
+
+
+def interleaved(timers: dict[str, Callable[[int], list[float]] | None], rounds: int,
+                round_seconds: float = 0.25) -> dict:
+    """Median step time of each timer in `timers`, taken in rounds that give each contender a turn,
+    so that all of them see the same machine load: a shared machine's speed drifts over seconds,
+    and timing one contender after the other turns that drift into a false ratio. In its turn a
+    contender first runs one untimed step (pool threads of the previous contender, BLAS's and
+    Eigen's, spin for a while after their work is done), then back-to-back steps for about
+    `round_seconds`, as a user's training or serving loop would. None timers give None."""
+    live = {name: timer for name, timer in timers.items() if timer is not None}
+    per_turn = {}
+    for name, timer in live.items():   # warm-up, and how many steps make a turn
+        timer(1)
+        one = min(timer(2))
+        per_turn[name] = max(1, min(50, int(round_seconds / max(one, 1e-6))))
+    times = {name: [] for name in live}
+    for _ in range(rounds):
+        for name, timer in live.items():
+            timer(1)
+            times[name].extend(timer(per_turn[name]))
+    return {name: statistics.median(times[name]) if name in times else None for name in timers}
 
 
 def ratio(a: float | None, b: float | None) -> str:
