@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import RuntimeFailure
 from . import sequential_loop, step_errors, straight_line, transfer
 from .frames import DEAD, FETCHED, RAN, TARGET, FrameDelivery, FrameState
-from .plan import ENTER, EXIT, FED, FORWARDS, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, Item, Plan
+from .plan import BIG_INPUT, ENTER, EXIT, FED, FORWARDS, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, Item, Plan
 from .resources import step_scope
 from .step_errors import StepTimeout
 from . import thread_budget
@@ -34,8 +34,6 @@ from .thread_budget import ThreadBudget, usable_cores
 
 __all__ = ["DEAD", "Executor", "NumericsError", "StepStats", "StepTimeout"]
 
-# Elementwise kernels on inputs at least this big are worth a thread-pool hop.
-_BIG_INPUT = 1 << 16
 # Straight-line schedules kept per executor (one per set of fetches; a Session uses one).
 _SCHEDULES_KEPT = 8
 
@@ -316,7 +314,17 @@ class _Step(FrameDelivery):
                 continue
             else:
                 try:
-                    outputs = self._compute_alone(item, inputs) if item.expensive else compute(item, inputs)
+                    if item.expensive:
+                        outputs = self._compute_alone(item, inputs)
+                    elif shortcuts:   # what _compute does without a recorder, streams or numerics check
+                        outputs = item.kernel(item.ctx, *inputs)
+                        if type(outputs) is not tuple:
+                            outputs = (outputs,)
+                        if len(outputs) != item.num_outputs:
+                            raise RuntimeFailure(f"kernel returned {len(outputs)} outputs, "
+                                                 f"the op has {item.num_outputs}")
+                    else:
+                        outputs = compute(item, inputs)
                 except BaseException as exc:
                     self.last = tagged
                     self.error = self._kernel_error(item, inputs, exc)
@@ -389,7 +397,7 @@ class _Step(FrameDelivery):
     def _wants_pool(self, item: Item, inputs) -> bool:
         """Whether `item`'s kernel is worth a thread-pool hop (the caller has checked that
         something else could run meanwhile): the one place both ways of running decide it."""
-        return item.expensive or (bool(inputs) and getattr(inputs[0], "size", 0) >= _BIG_INPUT)
+        return item.expensive or (bool(inputs) and getattr(inputs[0], "size", 0) >= BIG_INPUT)
 
     def _submit(self, pool, tagged, inputs, concurrent: int) -> None:
         """Hand a kernel to the pool; `concurrent` estimates the heavy kernels that will run

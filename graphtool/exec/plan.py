@@ -27,6 +27,10 @@ _KIND_OF_OP = {
 }
 
 
+# Elementwise kernels on inputs at least this big are worth a thread-pool hop (_Step._wants_pool).
+BIG_INPUT = 1 << 16
+
+
 def runs_without_kernel(op: str) -> bool:
     """Control-flow and transfer ops are run by the executor itself, not by kernels."""
     return op in _KIND_OF_OP

@@ -29,7 +29,7 @@ import time
 from operator import itemgetter
 
 from ..errors import RuntimeFailure
-from .plan import CONTROL_TRIGGER, FED, NORMAL, Plan
+from .plan import BIG_INPUT, CONTROL_TRIGGER, FED, NORMAL, Plan
 
 _NO_SLOT = -1
 
@@ -147,7 +147,8 @@ def run(step, schedule: Schedule) -> list | None:
     """Run `step` (an executor _Step) along `schedule`; the fetched values, or None when the step
     failed (step.error is set, kernels may still be on the pool: the caller drains them)."""
     values = [None] * schedule.num_slots
-    compute, wants_pool = step._compute, step._wants_pool
+    compute = step._compute
+    direct = step.streams is None and not step.check_numerics
     feeds, pool, root = step.feeds, step.pool, step.root_frame()
     deadline, clock = step.deadline, time.monotonic
     executed = 0
@@ -177,7 +178,9 @@ def run(step, schedule: Schedule) -> list | None:
                     inputs = (values[single_in],) if count == 1 else getter(values)
             for slot in freed:
                 values[slot] = None
-            if pool is not None and (overlaps or step.in_flight) and wants_pool(item, inputs):
+            # (_wants_pool's test, inline: a method call is a good share of a tiny node's time)
+            if pool is not None and (overlaps or step.in_flight) and (
+                    item.expensive or (count and getattr(inputs[0], "size", 0) >= BIG_INPUT)):
                 tagged = (item, root, 0)
                 marker = _Pending(tagged)
                 for _, slot in schedule.outputs_of[item.id]:
@@ -185,7 +188,16 @@ def run(step, schedule: Schedule) -> list | None:
                 step._submit(pool, tagged, inputs, step.in_flight + 1 + overlaps)
                 continue
             try:
-                outputs = step._compute_alone(item, inputs) if item.expensive else compute(item, inputs)
+                if item.expensive:
+                    outputs = step._compute_alone(item, inputs)
+                elif direct:   # what _compute does without streams or a numerics check
+                    outputs = item.kernel(item.ctx, *inputs)
+                    if type(outputs) is not tuple:
+                        outputs = (outputs,)
+                    if len(outputs) != item.num_outputs:
+                        raise RuntimeFailure(f"kernel returned {len(outputs)} outputs, the op has {item.num_outputs}")
+                else:
+                    outputs = compute(item, inputs)
             except BaseException as exc:
                 step.last = (item, root, 0)
                 step.nodes_executed += executed
