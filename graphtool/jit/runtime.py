@@ -22,8 +22,10 @@ _lock = threading.Lock()
 _jax = None
 _cache_dir: str | None = None
 _chosen_dir: str | None = None   # --jit-cache
-# Counts from JAX's monitoring events: persistent cache hits and misses in this process.
-cache_events = {"hits": 0, "misses": 0}
+# Counts in this process: JAX's persistent compilation cache hits and misses (its monitoring
+# events), and cluster executables loaded from / stored to dftool's own cache (executable_cache.py;
+# a loaded executable needs no compilation, so JAX's cache is not asked).
+cache_events = {"hits": 0, "misses": 0, "executables_loaded": 0, "executables_stored": 0}
 
 
 def available() -> bool:
