@@ -85,8 +85,16 @@ def copy_samples(folder: Path, names: list[str], directory: str, *, force: bool)
     return [target for _, target in pairs]
 
 
+def _complete_names(ctx, param, incomplete: str) -> list[str]:
+    """Shell completion (docs/packaging.md) of sample names."""
+    try:
+        return [name for name in sample_names(samples_dir()) if name.startswith(incomplete)]
+    except click.ClickException:
+        return []
+
+
 @click.command("samples")
-@click.argument("names", nargs=-1, metavar="[NAME ...]")
+@click.argument("names", nargs=-1, metavar="[NAME ...]", shell_complete=_complete_names)
 @click.option("--all", "copy_all", is_flag=True, help="Copy every sample.")
 @click.option("--dir", "directory", default=".", show_default=True, metavar="DIR",
               help="Where to copy the samples (created if missing).")
