@@ -17,7 +17,7 @@ import click
 from graphtool import graph_io
 from graphtool.errors import UsageError
 
-from .common import common_options, info
+from .common import common_options, info, settings
 
 FEEDS_SUFFIX = ".feeds.npz"
 # "- `mlp.pb` — two dense layers ... `dftool inspect ...`" in sample_graphs/README.md
@@ -65,7 +65,11 @@ def _print_list(folder: Path, names: list[str]) -> None:
     about = descriptions(folder)
     width = max(map(len, names), default=0)
     for name in names:
-        click.echo(f"{name:<{width}}  {about.get(name, '')}".rstrip())
+        line = f"{name:<{width}}  {about.get(name, '')}"
+        if settings.verbose:   # -v: the files too
+            files = [folder / f"{name}{suffix}" for suffix in (".pb", FEEDS_SUFFIX)]
+            line += "  [" + ", ".join(f"{p.name} {p.stat().st_size:,} bytes" for p in files) + "]"
+        click.echo(line.rstrip())
     info("copy one with: dftool samples NAME [--dir DIR]   (--all: every sample)")
 
 
@@ -115,6 +119,9 @@ def command(names, copy_all, directory, force):
         _print_list(folder, available)
         return
     written = copy_samples(folder, chosen, directory, force=force)
+    if settings.verbose:
+        for path in written:
+            info(f"wrote {path}")
     info(f"wrote {len(written)} file(s) to {directory}: {', '.join(os.path.basename(p) for p in written)}")
     first = os.path.join(directory, chosen[0])
     info(f"try: dftool run {first}.pb --feeds {first}{FEEDS_SUFFIX}")

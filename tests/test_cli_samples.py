@@ -16,6 +16,13 @@ def test_list_names_every_sample_with_its_description():
     assert "dftool samples NAME" in err   # the hint goes to stderr, the list alone to stdout
 
 
+def test_verbose_list_shows_the_files():
+    code, out, err = run_dftool("samples", "-v")
+    assert code == 0, err
+    size = (SAMPLES / "mlp.pb").stat().st_size
+    assert f"[mlp.pb {size:,} bytes, mlp.feeds.npz " in next(line for line in out.splitlines() if line.startswith("mlp "))
+
+
 def test_copy_one_and_run_it(tmp_path):
     target = tmp_path / "new" / "dir"
     code, _, err = run_dftool("samples", "mlp", "--dir", target)
