@@ -24,13 +24,10 @@ stays light and each command pays only for what it uses.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import UsageError
 from .ir import Graph, TensorRef
-
-if TYPE_CHECKING:
-    import numpy as np
 
 __all__ = ["load", "save", "run", "optimize", "place", "partition", "grad", "profile"]
 

@@ -20,7 +20,8 @@ def test_verbose_list_shows_the_files():
     code, out, err = run_dftool("samples", "-v")
     assert code == 0, err
     size = (SAMPLES / "mlp.pb").stat().st_size
-    assert f"[mlp.pb {size:,} bytes, mlp.feeds.npz " in next(line for line in out.splitlines() if line.startswith("mlp "))
+    row = next(line for line in out.splitlines() if line.startswith("mlp "))
+    assert f"[mlp.pb {size:,} bytes, mlp.feeds.npz " in row
 
 
 def test_copy_one_and_run_it(tmp_path):
@@ -44,7 +45,8 @@ def test_existing_files_are_kept_unless_force(tmp_path):
     (tmp_path / "cond.feeds.npz").write_bytes(b"mine")
     code, _, err = run_dftool("samples", "mlp", "cond", "--dir", tmp_path)
     assert code == 2
-    assert error_line(err) == f"error: {tmp_path / 'cond.feeds.npz'} exists; not overwritten (hint: --force replaces it)"
+    assert error_line(err) == \
+        f"error: {tmp_path / 'cond.feeds.npz'} exists; not overwritten (hint: --force replaces it)"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cond.feeds.npz"]   # nothing half-copied
     assert (tmp_path / "cond.feeds.npz").read_bytes() == b"mine"
     code, _, err = run_dftool("samples", "mlp", "cond", "--dir", tmp_path, "--force")
