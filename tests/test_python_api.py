@@ -14,7 +14,7 @@ from graphtool.grad.driver import GradReport
 from graphtool.ir import Graph
 from graphtool.opt.manager import OptimizeReport
 
-from .helpers import REPO_ROOT, const
+from .helpers import REPO_ROOT, const, run_dftool
 
 SAMPLES = REPO_ROOT / "sample_graphs"
 SAVED_MODELS = REPO_ROOT / "tests" / "fixtures" / "saved_models"
@@ -219,3 +219,16 @@ def int32():
     from graphtool import dtypes
 
     return dtypes.int32
+
+
+@pytest.mark.parametrize("command, args, call", [
+    ("optimize", [], lambda g: gt.optimize(g)),
+    ("place", ["--devices", "cpu:0,cpu:1"], lambda g: gt.place(g, "cpu:0,cpu:1")),
+    ("grad", ["--y", "probs", "--x", "dense/kernel"], lambda g: gt.grad(g, "probs", ["dense/kernel"])),
+])
+def test_commands_write_what_the_api_returns(tmp_path, command, args, call):
+    """The command line is a layer over the API: the same graph, byte for byte."""
+    code, _, err = run_dftool(command, SAMPLES / "mlp.pb", tmp_path / "cli.pb", *args, "-q")
+    assert code == 0, err
+    call(gt.load(SAMPLES / "mlp.pb")).save(tmp_path / "api.pb")
+    assert (tmp_path / "cli.pb").read_bytes() == (tmp_path / "api.pb").read_bytes()
