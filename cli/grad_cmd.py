@@ -36,7 +36,8 @@ def _gradient_table(report) -> Table:
 @common_options
 def command(input_path, output_path, y, xs, prefix, text, as_json, report, signature):
     """Add the gradient of --y with respect to each --x to IN and write OUT."""
-    from graphtool.grad.driver import add_gradients, default_xs
+    from graphtool import api
+    from graphtool.grad.driver import default_xs
 
     if as_json and output_path == "-":
         raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
@@ -47,7 +48,7 @@ def command(input_path, output_path, y, xs, prefix, text, as_json, report, signa
         raise UsageError(f"no --x given, and y '{y}' depends on no floating Variable or Const of rank >= 1",
                          hint="name the tensors to differentiate with respect to with --x")
     try:
-        result = add_gradients(graph, y, chosen, prefix)
+        graph, result = api.grad(graph, y, chosen, prefix=prefix, inplace=True, report=True)
     except InvalidGraphError as exc:   # e.g. unknown ops on the path: say which file
         raise InvalidGraphError(f"{'<stdin>' if input_path == '-' else input_path}: {exc}", hint=exc.hint) from None
     save_graph(graph, output_path, text=text)

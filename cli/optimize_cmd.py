@@ -106,9 +106,10 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
             dump_dir, verify_runs, feeds_file, timeout, verify_tolerance, strict_fp, text, as_json, report,
             signature):
     """Optimize IN and write OUT; never changes what the fetched tensors compute."""
+    from graphtool import api
     from graphtool.inspect import constant_bytes, graph_outputs
-    from graphtool.opt.base import PassContext, registered_passes
-    from graphtool.opt.manager import count_edges, optimize, select_passes
+    from graphtool.opt.base import registered_passes
+    from graphtool.opt.manager import count_edges, select_passes
 
     if list_passes:
         classes = registered_passes()
@@ -136,8 +137,9 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
     original = graph.copy() if verify_runs else None
     ops_before, nodes_before, edges_before = Counter(n.op for n in graph.nodes), len(graph), count_edges(graph)
     bytes_before = constant_bytes(graph)
-    ctx = PassContext(fetches=fetch_refs, keep=set(keep), strict_fp=strict_fp, fold_max_bytes=fold_max_bytes)
-    result = optimize(graph, ctx, passes, max_iterations=max_iterations, dump_dir=dump_dir)
+    graph, result = api.optimize(graph, fetches=fetch_refs, keep=keep, passes=passes, strict_fp=strict_fp,
+                                 fold_max_bytes=fold_max_bytes, max_iterations=max_iterations,
+                                 dump_dir=dump_dir, inplace=True, report=True)
     bytes_after = constant_bytes(graph)
 
     mismatches, tolerance_text = [], ""

@@ -64,13 +64,13 @@ def command(input_path, output_path, split_dir, compress, text, as_json, report,
     """Replace every cross-device edge of a placed graph IN with a _Send/_Recv pair (one _Recv
     per tensor per destination device), control edges and loops spanning devices included, and
     write the result to OUT."""
-    from graphtool.partition import partition
+    from graphtool import api
 
     if as_json and output_path == "-":
         raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
     graph = load_graph(input_path, signature=signature)
     lower_if_needed(graph)
-    result = partition(graph, compress=compress)
+    graph, result = api.partition(graph, compress=compress, inplace=True, report=True)
     written = _write_split(graph, result, split_dir) if split_dir else []
     save_graph(graph, output_path, text=text)
 

@@ -81,8 +81,8 @@ def command(input_path, output_path, devices, cost_model_path, no_soft_placement
             signature):
     """Place every node of IN on a device and write OUT."""
     from graphtool.cost_model import CostModel
+    from graphtool import api
     from graphtool.device_names import parse_device_list
-    from graphtool.place import place
 
     if as_json and output_path == "-":
         raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
@@ -96,8 +96,8 @@ def command(input_path, output_path, devices, cost_model_path, no_soft_placement
     cost_model = CostModel.load(cost_model_path) if cost_model_path else None
     graph = load_graph(input_path, signature=signature)
     lower_if_needed(graph)
-    result = place(graph, device_list, soft_placement=not no_soft_placement, cost_model=cost_model,
-                   explain=explain)
+    graph, result = api.place(graph, device_list, soft_placement=not no_soft_placement, cost_model=cost_model,
+                              explain=explain, inplace=True, report=True)
     save_graph(graph, output_path, text=text)
 
     if not settings.quiet:
