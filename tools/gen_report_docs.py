@@ -42,6 +42,14 @@ writes against those schemas.
   `null` for an unknown rank.
 - In the tables, `a.b` is field `b` of object `a`, `a[]` an element of list `a`, and `a{}` a
   value of map `a` (an object whose keys are names).
+
+Two other files dftool writes are JSON too: the measured cost model (`profile
+--cost-model-out`, read by `place --cost-model`; [below](#cost-model)) and the timeline of
+`run --trace` / `profile --trace`, in the Chrome trace event format that chrome://tracing and
+Perfetto open (one process per device, one track per thread, an "X" event per node execution
+with its op, inputs, frame and iteration in `args`, flow arrows from each `_Send` to its
+`_Recv`, a memory counter per device; `otherData` carries `schema: "dftool.trace/1"`,
+`wall_time_us`, `nodes_executed`, `loop_iterations` and `graph`).
 """
 
 
