@@ -80,7 +80,8 @@ def test_docs_list_every_option_of_every_command():
     for name, command in sorted(group.commands.items()):
         actual = click_options(command)
         section = sections.get(f"dftool {name}", set())
-        problems += [f"dftool {name} {o}: not documented in docs/commands.md" for o in sorted(actual - section - common)]
+        problems += [f"dftool {name} {o}: not documented in docs/commands.md"
+                     for o in sorted(actual - section - common)]
         problems += [f"docs/commands.md lists dftool {name} {o}, which the command does not accept"
                      for o in sorted((section | common) - actual)]
     assert not problems, "\n".join(problems)

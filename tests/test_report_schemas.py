@@ -21,6 +21,8 @@ jsonschema = pytest.importorskip("jsonschema")
 SCHEMAS = REPO_ROOT / "docs" / "schemas"
 SAMPLES = REPO_ROOT / "sample_graphs"
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
+SAVED_MODEL = FIXTURES / "saved_models" / "module_two_signatures" / "model"   # two signatures
+FUNCTION_GRAPH = FIXTURES / "tf2" / "keras_lstm_functional" / "graph.pb"      # a function library
 
 
 def load_schema(name: str) -> dict:
@@ -75,10 +77,9 @@ CASES = {
     "inspect-cond": ("inspect", lambda tmp: ["inspect", SAMPLES / "cond.pb"], 0, None),
     "inspect-loops": ("inspect", lambda tmp: ["inspect", SAMPLES / "while_loop.pb"], 0,
                       lambda report: report["frames"]),
-    "inspect-saved-model": ("inspect", lambda tmp: ["inspect", FIXTURES / "saved_models" / "module_two_signatures" / "model"],
-                            0, lambda report: len(report["saved_model"]["signatures"]) == 2),
-    "inspect-functions": ("inspect", lambda tmp: ["inspect", FIXTURES / "tf2" / "keras_lstm_functional" / "graph.pb"], 0,
-                          lambda report: report["functions"]),
+    "inspect-saved-model": ("inspect", lambda tmp: ["inspect", SAVED_MODEL], 0,
+                            lambda report: len(report["saved_model"]["signatures"]) == 2),
+    "inspect-functions": ("inspect", lambda tmp: ["inspect", FUNCTION_GRAPH], 0, lambda report: report["functions"]),
     "inspect-unknown-ops": ("inspect", lambda tmp: ["inspect", unknown_op_graph(tmp)], 3,
                             lambda report: report["unknown_ops"][0]["op"] == "MyCustomOp" and report["problems"]
                             and "needs_unknown_ops" in report["outputs"][0]),
