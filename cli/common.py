@@ -1,8 +1,6 @@
 """What every command shares: common options, graph loading/saving, reports and the stderr console."""
 from __future__ import annotations
 
-import json
-import sys
 from dataclasses import dataclass
 
 import click
@@ -12,7 +10,7 @@ from graphtool import graph_io, limits
 from graphtool.errors import DftoolError, InvalidGraphError
 from graphtool.ir import Graph, to_graphdef
 
-REPORT_SCHEMA_VERSION = 1
+from .report import emit_report  # the JSON reports live in report.py; commands import it from here
 
 
 @dataclass
@@ -112,23 +110,6 @@ def lower_if_needed(graph: Graph) -> None:
 def save_graph(graph: Graph, path: str, *, text: bool = False) -> None:
     """Write the graph atomically; binary on stdout unless `text`, else by file name."""
     graph_io.save_graphdef(to_graphdef(graph), path, text=True if text else None)
-
-
-def emit_report(report: dict, *, as_json: bool, report_path: str | None) -> None:
-    """Write a versioned JSON report to --report FILE (atomically) and/or stdout (--json)."""
-    payload = {"schema_version": REPORT_SCHEMA_VERSION, **report}
-    text = json.dumps(payload, indent=2, sort_keys=False, default=_json_default) + "\n"
-    if report_path:
-        graph_io.write_atomic(report_path, text.encode())
-    if as_json:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-
-def _json_default(value):
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)
 
 
 __all__ = ["DftoolError", "InvalidGraphError", "common_options", "console", "emit_report", "info",

@@ -64,5 +64,5 @@ def command(input_path, output_path, y, xs, prefix, text, as_json, report, signa
              + f", {result.nodes_added} nodes added, {result.loops} backward loop(s), "
              f"{result.stacks} value(s) saved on stacks, {zeros} zero gradient(s)")
     if as_json or report:
-        emit_report({"command": "grad", "input": input_path, "output": output_path, **result.to_dict()},
+        emit_report({"command": "grad", "graph": input_path, "output": output_path, **result.to_dict()},
                     as_json=as_json, report_path=report)

@@ -162,7 +162,7 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
              f"constants {bytes_before:,} -> {bytes_after:,} bytes, {result.iterations} iteration(s)"
              + (f", verified on {feeds_file or 'random feeds'} within {tolerance_text}" if verify_runs else ""))
     if as_json or report:
-        emit_report({"command": "optimize", "input": input_path, "output": output_path,
+        emit_report({"command": "optimize", "graph": input_path, "output": output_path,
                      "nodes": {"before": nodes_before, "after": len(graph)},
                      "edges": {"before": edges_before, "after": count_edges(graph)},
                      "constant_bytes": {"before": bytes_before, "after": bytes_after},

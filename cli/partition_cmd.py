@@ -86,5 +86,5 @@ def command(input_path, output_path, split_dir, compress, text, as_json, report,
         for path in written:
             info(f"wrote {path}")
     if as_json or report:
-        emit_report({"command": "partition", "input": input_path, "output": output_path,
+        emit_report({"command": "partition", "graph": input_path, "output": output_path,
                      "split": written, **result.to_dict()}, as_json=as_json, report_path=report)

@@ -117,5 +117,5 @@ def command(input_path, output_path, devices, cost_model_path, no_soft_placement
              f" + transfers {_seconds(result.transfer_seconds)})"
              + (f"; {len(result.softened)} constraint(s) softened" if result.softened else ""))
     if as_json or report:
-        emit_report({"command": "place", "input": input_path, "output": output_path, **result.to_json()},
+        emit_report({"command": "place", "graph": input_path, "output": output_path, **result.to_json()},
                     as_json=as_json, report_path=report)

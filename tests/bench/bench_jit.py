@@ -1,7 +1,7 @@
 """JIT benchmarks (issue 15): step times of the interpreter, the JIT (`Session(jit=True)`) and,
 when it is available, TensorFlow; prints one table (not a pass/fail test).
 
-    .venv/bin/python tests/bench/bench_jit.py [--rounds N] [--only a b ...] [--tf-python PATH]
+    python tests/bench/bench_jit.py [--rounds N] [--only a b ...] [--tf-python PATH]
 
 (a) 6 parallel chains of 250 tiny elementwise nodes (per-node overhead);
 (b) a 1000-iteration while loop with a small body (per-iteration overhead);
