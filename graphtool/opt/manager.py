@@ -9,9 +9,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..colocation import drop_dangling_colocation
 from ..errors import DftoolError, InvalidGraphError, RuntimeFailure, UsageError
 from ..ir import Graph, to_graphdef
+from ..placement.colocation import drop_dangling_colocation
 from .base import PassContext, registered_passes
 
 
