@@ -106,7 +106,8 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
             dump_dir, verify_runs, feeds_file, timeout, verify_tolerance, strict_fp, text, as_json, report,
             signature):
     """Optimize IN and write OUT; never changes what the fetched tensors compute."""
-    from graphtool.inspect import constant_bytes, graph_outputs
+    from graphtool.inspect import constant_bytes
+    from graphtool.ir.queries import graph_outputs
     from graphtool.opt.base import PassContext, registered_passes
     from graphtool.opt.manager import count_edges, optimize, select_passes
 

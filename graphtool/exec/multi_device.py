@@ -26,7 +26,8 @@ import threading
 from ..errors import DeviceUnavailable, DftoolError, InvalidGraphError, UsageError
 from ..ir import Graph, Node, TensorRef
 from ..placement.device_names import DEFAULT_JOB, canonical_device_name, parse_device_name, short_device_name
-from .devices import CPUDevice, Device, FakeGPUDevice, create_device
+from .device_factory import create_device
+from .devices import CPUDevice, Device, FakeGPUDevice
 from .executor import Executor, StepStats
 from .plan import compile_plan
 from .rendezvous import Rendezvous

@@ -222,6 +222,33 @@ class Graph:
             raise InvalidGraphError(found[0] + more)
 
     def copy(self) -> "Graph":
-        from .convert import from_graphdef, to_graphdef
+        """An independent copy: the same nodes in the same order, attrs and extras copied (not
+        shared), the same links. What a GraphDef round trip gives, without serializing."""
+        new = Graph()
+        new.versions.CopyFrom(self.versions)
+        new.deprecated_version = self.deprecated_version
+        new.library.CopyFrom(self.library)
+        new.debug_info.CopyFrom(self.debug_info)
+        twin: dict[Node, Node] = {}
+        for node in self._nodes.values():
+            copied = new.add_node(node.op, node.name, device=node.device)
+            for key in sorted(node.attrs):
+                copied.attrs[key] = _copy_proto(node.attrs[key])
+            for field, value in node.extras.items():
+                copied.extras[field] = _copy_proto(value)
+            twin[node] = copied
+        for node, copied in twin.items():
+            for ref in node._inputs:
+                producer = twin[ref.node]
+                # As an import would: an opaque op's output count follows what its users read.
+                producer._num_outputs_hint = max(producer._num_outputs_hint, ref.index + 1)
+                copied.add_input(TensorRef(producer, ref.index))
+            for control in node._control_inputs:
+                copied.add_control_input(twin[control])
+        return new
 
-        return from_graphdef(to_graphdef(self), verify=False)
+
+def _copy_proto(message):
+    copied = type(message)()
+    copied.CopyFrom(message)
+    return copied

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 from .. import attrs as attr_codec
 from ..errors import InvalidGraphError
+from ..ops import opaque
+from ..ops.registry import lookup as _lookup_op
 from ..proto.attr_value_pb2 import AttrValue
 
 if TYPE_CHECKING:
@@ -74,9 +76,7 @@ class Node:
     @property
     def spec(self):
         """The registered OpSpec, or None for an op the registry does not know."""
-        from ..ops import registry
-
-        return registry.lookup(self.op)
+        return _lookup_op(self.op)
 
     @property
     def num_outputs(self) -> int:
@@ -87,8 +87,6 @@ class Node:
             except Exception:  # malformed attrs: verify() reports them; do not crash here
                 pass
             return self._num_outputs_hint
-        from ..ops import opaque
-
         return opaque.num_outputs(self)
 
     def output(self, index: int = 0) -> TensorRef:

@@ -97,7 +97,10 @@ def _run_one(graph: Graph, ctx: PassContext, name: str, instance, iteration: int
         result = instance.run(graph, ctx)
         ran = True
         ctx.refresh(graph)
-        graph.verify()
+        if result.changed:
+            # A pass that changed nothing left the graph as valid as it found it: verifying
+            # again would be whole-graph work per pass and iteration, for nothing.
+            graph.verify()
     except DftoolError as exc:
         failure = PassFailure(f"pass '{name}' failed: {exc.one_line()}")
         if not ran and isinstance(exc, InvalidGraphError):
