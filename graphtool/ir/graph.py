@@ -202,6 +202,10 @@ class Graph:
             path.append(nxt)
             node = nxt
 
+    def num_edges(self) -> int:
+        """Data plus control edges."""
+        return sum(len(n._inputs) + len(n._control_inputs) for n in self._nodes.values())
+
     def frames(self):
         """Control-flow frame of every node (see graphtool.ir.frames)."""
         from .frames import discover_frames

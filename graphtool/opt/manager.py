@@ -56,7 +56,7 @@ def select_passes(only: list[str] | None, skip: list[str] | None) -> list[str]:
 
 
 def count_edges(graph: Graph) -> int:
-    return sum(len(n.inputs) + len(n.control_inputs) for n in graph.nodes)
+    return graph.num_edges()
 
 
 def optimize(graph: Graph, ctx: PassContext, passes: list[str] | None = None, max_iterations: int = 10,
