@@ -148,3 +148,25 @@ def test_the_check_finds_cycles(tmp_path, source, expected):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     assert cycles(import_graph(root)) == expected
+
+
+# Layers that work on graphs; the IR and the op registry sit below all of them.
+_GRAPH_WORK = ("builder", "exec", "grad", "inspect", "jit", "loader", "opt", "partition", "placement",
+               "profiling", "prune", "saved_model", "shape_inference")
+
+
+@pytest.mark.parametrize("low", ["graphtool.ir", "graphtool.ops"])
+def test_the_ir_and_the_registry_import_no_layer_above_them(low):
+    edges = import_graph()
+    above = {f"graphtool.{name}" for name in _GRAPH_WORK}
+    found = sorted(f"{module} -> {target}" for module, targets in edges.items()
+                   if module == low or module.startswith(low + ".")
+                   for target in targets if ".".join(target.split(".")[:2]) in above)
+    assert not found, found
+
+
+def test_only_the_cli_reads_the_inspect_report():
+    """`inspect` builds a command's report; a question several layers ask (the graph's outputs,
+    for `run`'s default fetches) belongs to the IR (ir/queries.py), not to that report."""
+    users = sorted(module for module, targets in import_graph().items() if "graphtool.inspect" in targets)
+    assert users == [], users
