@@ -243,10 +243,22 @@ def _internal_error(exc: Exception, settings, say) -> int:
     return 1
 
 
+def _collect_cycles_rarely() -> None:
+    """A command builds one large web of objects (a 100,000-node graph: nodes, edge dicts, attr
+    protos) that lives until it exits. CPython's cycle collector, at its default thresholds, walks
+    the whole heap again and again while that web grows: with 100,000 nodes it cost as much as
+    the command's own work and grew faster than the graph. Young collections every 50,000
+    allocations (not 700) make those walks rare; cyclic garbage is still freed."""
+    import gc
+
+    gc.set_threshold(50_000, 20, 20)
+
+
 def run() -> None:
     """The console script: signal handlers first, then everything else."""
     install_signal_handlers()
     _guard_stdout()
+    _collect_cycles_rarely()
     sys.exit(main())
 
 

@@ -26,7 +26,7 @@ def _seconds(value: float) -> str:
 
 
 def _device_table(report) -> Table:
-    from graphtool.device_names import short_device_name
+    from graphtool.placement.device_names import short_device_name
 
     table = Table(title="placement", title_justify="left")
     for column in ("device", "nodes", "compute"):
@@ -47,7 +47,7 @@ def _softened_table(report) -> Table:
 
 
 def _explain_table(report) -> Table:
-    from graphtool.device_names import short_device_name
+    from graphtool.placement.device_names import short_device_name
 
     table = Table(title="why each node went where it did", title_justify="left")
     for column in ("node", "op", "device", "reason", "candidates (total = compute + transfer - parallel credit)"):
@@ -80,9 +80,9 @@ def _explain_table(report) -> Table:
 def command(input_path, output_path, devices, cost_model_path, no_soft_placement, explain, text, as_json, report,
             signature):
     """Place every node of IN on a device and write OUT."""
-    from graphtool.cost_model import CostModel
     from graphtool import api
-    from graphtool.device_names import parse_device_list
+    from graphtool.placement.cost_model import CostModel
+    from graphtool.placement.device_names import parse_device_list
 
     if as_json and output_path == "-":
         raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")

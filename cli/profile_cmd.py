@@ -11,8 +11,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from graphtool import graph_io
-from graphtool.device_names import short_device_name
 from graphtool.exec.trace import write_trace
+from graphtool.placement.device_names import short_device_name
 from graphtool.profiling import cost_model, profile_report, profile_steps, summarize
 
 from .common import common_options, console, emit_report, info, settings

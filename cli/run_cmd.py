@@ -9,9 +9,9 @@ import numpy as np
 
 from graphtool import feeds as feed_files
 from graphtool import graph_io
-from graphtool.device_names import short_device_name
 from graphtool.errors import RuntimeFailure, UsageError
 from graphtool.exec.trace import write_trace
+from graphtool.placement.device_names import short_device_name
 
 from .common import common_options, emit_report, info, load_graph, settings, signature_option
 from .report import tensor_value

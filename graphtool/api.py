@@ -165,7 +165,7 @@ def optimize(graph: Graph, *, fetches: Iterable[str | TensorRef] | None = None, 
     those, `skip` leaves those out (graphtool.opt.manager.pass_order() lists them); `strict_fp`
     skips rewrites that can change floating-point results. The report is an OptimizeReport (one
     PassRun per pass run, iterations)."""
-    from .inspect import graph_outputs
+    from .ir.queries import graph_outputs
     from .opt.base import PassContext
     from .opt.manager import optimize as run_passes
     from .opt.manager import select_passes
@@ -194,8 +194,8 @@ def place(graph: Graph, devices: Sequence[str] | str | None = None, *, soft_plac
     wrote. The report is a PlacementReport (device per node, load per device, softened
     constraints; with `explain`, the candidates of every node)."""
     # Imported here, not at the top: placement is about to move into its own package.
-    from .cost_model import CostModel
-    from .place import place as place_nodes
+    from .placement.cost_model import CostModel
+    from .placement import place as place_nodes
 
     if isinstance(devices, str):
         devices = [item.strip() for item in devices.split(",")]

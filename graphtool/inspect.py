@@ -18,14 +18,12 @@ from . import dtypes
 from .errors import DftoolError
 from .functions.library import summarize_functions
 from .ir import Graph, Node, TensorRef
+from .ir.queries import PLACEHOLDER_OPS, graph_outputs, graph_sinks
 from .ops import opaque
-from .ops.core import FED_INPUT_OPS
 from .prune import needed_nodes
 from .shape_inference import ShapeResult, infer_shapes
 from .shapes import Shape
 
-# Graph inputs: what the caller feeds, plus PlaceholderWithDefault (optional: it has a value).
-PLACEHOLDER_OPS = FED_INPUT_OPS | {"PlaceholderWithDefault"}
 CONST_OPS = frozenset({"Const", "HostConst"})
 VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp"})
 UNPLACED = "(unplaced)"
@@ -130,22 +128,6 @@ def problem_summary(report: dict) -> str | None:
 
 
 # --- structure --------------------------------------------------------------------------------
-
-def graph_outputs(graph: Graph) -> list[Node]:
-    """Nodes that have outputs but whose outputs nobody uses (by data or control edge), and whose
-    outputs live outside any while loop (a value inside a loop exists once per iteration, so only
-    a loop's Exit can be an output). Placeholders are inputs, not outputs, even when unused (that
-    is reported as a finding)."""
-    frames = graph.frames()
-    return [n for n in graph.nodes
-            if not n.has_users and n.num_outputs > 0 and n.op not in PLACEHOLDER_OPS
-            and frames.output_frame(n).is_root]
-
-
-def graph_sinks(graph: Graph) -> list[Node]:
-    """Nodes with no outputs that nothing depends on: NoOp targets, _Retval, Assert-like ops."""
-    return [n for n in graph.nodes if not n.has_users and n.num_outputs == 0]
-
 
 def _edge_counts(graph: Graph) -> dict:
     return {"data": sum(len(n.inputs) for n in graph.nodes),

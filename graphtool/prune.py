@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from . import dtypes
-from .colocation import drop_dangling_colocation
 from .errors import InvalidGraphError, UsageError
 from .ir import Graph, Node, TensorRef, parse_tensor_name
+from .placement.colocation import drop_dangling_colocation
 
 from .ops import opaque
 from .ops.core import FED_INPUT_OPS

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 
 from graphtool import graph_io
-from graphtool.colocation import colocation_groups
 from graphtool.exec.session import Session
 from graphtool.ir import Graph, Node, from_graphdef
+from graphtool.placement.colocation import colocation_groups
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tf"
 DEVICES = ["cpu:0", "cpu:1", "cpu:2"]

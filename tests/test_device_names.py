@@ -2,7 +2,7 @@
 of the full, partial and legacy names below were checked against tf.DeviceSpec.from_string)."""
 import pytest
 
-from graphtool.device_names import (DeviceName, canonical_device_name, matches, parse_device_list,
+from graphtool.placement.device_names import (DeviceName, canonical_device_name, matches, parse_device_list,
                                     parse_device_name, short_device_name)
 from graphtool.errors import UsageError
 

@@ -5,10 +5,10 @@ import pytest
 
 from graphtool import dtypes, graph_io
 from graphtool.errors import InvalidGraphError, UsageError
-from graphtool.inspect import graph_outputs
 from graphtool.ir import Graph, from_graphdef
+from graphtool.ir.queries import graph_outputs
 from graphtool.partition import partition, split_by_device
-from graphtool.place import place
+from graphtool.placement import place
 from graphtool.shape_inference import infer_shapes
 from graphtool.shapes import Shape
 

@@ -9,12 +9,12 @@ import pytest
 import graphtool.exec.kernels as kernel_registry
 from graphtool import dtypes, graph_io
 from graphtool.builder import GraphBuilder
-from graphtool.colocation import colocation_groups
-from graphtool.cost_model import CostModel
 from graphtool.errors import InvalidGraphError, UsageError
 from graphtool.exec.session import Session
 from graphtool.ir import Graph, from_graphdef
-from graphtool.place import place
+from graphtool.placement import place
+from graphtool.placement.colocation import colocation_groups
+from graphtool.placement.cost_model import CostModel
 from tests.helpers import const, mlp_graph, op, placeholder, while_loop
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tf"

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from graphtool.cost_model import CostModel
 from graphtool.exec.session import Session
 from graphtool.exec.step_stats import DeviceStats, NodeExecution, StepStats
-from graphtool.place import place
+from graphtool.placement import place
+from graphtool.placement.cost_model import CostModel
 from graphtool.profiling import (PROFILE_SCHEMA, cost_model, critical_path, median_step, profile_report,
                                  profile_steps, summarize)
 from tests.exec.test_step_stats import mlp, sample

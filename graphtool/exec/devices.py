@@ -3,13 +3,12 @@
 A Device has a TensorFlow-style name, a type (CPU/GPU), an array module `xp` that kernels compute
 with, and copies to and from host memory. The CPU device is numpy. `FakeGPUDevice` presents a
 numpy-backed device as a GPU so that placement and host<->device copies are exercised where no GPU
-exists (tests, CI); the real cupy GPU device lives in gpu.py.
+exists (tests, CI); the real cupy GPU device lives in gpu.py, and device_factory.py picks one
+from a name.
 """
 from __future__ import annotations
 
 import numpy as np
-
-from ..errors import DeviceUnavailable, UsageError
 
 LOCAL_PREFIX = "/job:localhost/replica:0/task:0"
 
@@ -77,23 +76,3 @@ class FakeGPUDevice(Device):
     def to_host(self, array) -> np.ndarray:
         return np.array(array, copy=True)
 
-
-def create_device(spec: str) -> Device:
-    """A device from a short name: 'cpu', 'cpu:1', 'gpu', 'gpu:0', 'fakegpu' (test double)."""
-    kind, _, index_text = spec.lower().partition(":")
-    try:
-        index = int(index_text) if index_text else 0
-    except ValueError:
-        raise UsageError(f"bad device '{spec}' (expected cpu, cpu:N, gpu or gpu:N)") from None
-    if kind == "cpu":
-        return CPUDevice(index)
-    if kind == "fakegpu":
-        return FakeGPUDevice(index)
-    if kind == "gpu":
-        try:
-            from .gpu import GPUDevice
-        except ImportError as exc:
-            raise DeviceUnavailable(f"--device gpu: cupy is not installed ({exc})",
-                                    hint="pip install 'dftool[gpu]' on a machine with a CUDA GPU") from None
-        return GPUDevice.create(index)
-    raise UsageError(f"unknown device '{spec}' (expected cpu or gpu)")

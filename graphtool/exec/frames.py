@@ -12,17 +12,8 @@ are cleared when a node runs, so values are released after their last consumer.
 from __future__ import annotations
 
 from . import sequential_loop
+from .dead import DEAD
 from .plan import ENTER, EXIT, MERGE, NEXT_ITERATION, FrameTemplate, Item
-
-
-class _Dead:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "DEAD"
-
-
-DEAD = _Dead()
 
 # Per-step marks of an item (a bytearray indexed by item id). A node whose mark is exactly RAN
 # needs nothing but delivery when it finishes: one comparison instead of a dict lookup for
@@ -67,7 +58,7 @@ class FrameDelivery:
     """The part of an executor step that moves values: `_finish` (every executed node, except
     that the ready loop finishes a live ordinary node itself when no recorder hooks `_finish`),
     delivery into consumers' input slots, and the frames and iterations the values live in.
-    Mixed into executor._Step, whose attributes it uses (ready, marks, fetch_slots, results, ...)."""
+    Mixed into step.Step, whose attributes it uses (ready, marks, fetch_slots, results, ...)."""
 
     # --- delivering outputs -------------------------------------------------------------------
     def _finish(self, tagged, outputs, is_dead: bool) -> None:

@@ -4,7 +4,7 @@ A Session whose graph names more than one device, or holds `_Send`/`_Recv` nodes
 (fetches, feeds) signature here instead of into one plan:
 
 1. the pruned copy of the graph (Session prunes first, following each needed `_Recv` to its
-   `_Send`) is placed (`graphtool.place.place`, soft placement on) and partitioned
+   `_Send`) is placed (`graphtool.placement.place`, soft placement on) and partitioned
    (`graphtool.partition.partition`) unless it is partitioned already, so every cross-device edge
    is a `_Send`/`_Recv` pair and every device holding part of a loop has its own copy of the
    loop's control skeleton;
@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import threading
 
-from ..device_names import DEFAULT_JOB, canonical_device_name, parse_device_name, short_device_name
 from ..errors import DeviceUnavailable, DftoolError, InvalidGraphError, UsageError
 from ..ir import Graph, Node, TensorRef
-from .devices import CPUDevice, Device, FakeGPUDevice, create_device
+from ..placement.device_names import DEFAULT_JOB, canonical_device_name, parse_device_name, short_device_name
+from .device_factory import create_device
+from .devices import CPUDevice, Device, FakeGPUDevice
 from .executor import Executor, StepStats
 from .plan import compile_plan
 from .rendezvous import Rendezvous
@@ -129,9 +130,9 @@ def place_and_partition(graph: Graph, default_device: Device, gpu_double: bool) 
     that exist here and the default device; returns one note per device request that soft
     placement could not honour. Nodes that name no device (nor does anything they must be
     colocated with) go to the default device, as `dftool run` promises."""
-    from ..colocation import colocation_groups
+    from ..placement.colocation import colocation_groups
     from ..partition import partition
-    from ..place import place
+    from ..placement import place
 
     default = default_device.name
     for group in colocation_groups(graph).groups:

@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import InvalidGraphError, RuntimeFailure, UsageError
 from ..ir import Graph, Node
 from . import kernels, output_bound
+from .dead import DEAD
 from .kernels import KernelContext
 
 # How the executor treats a node (plain ints: compared in the hot loop). The kinds from ENTER up
@@ -27,7 +28,7 @@ _KIND_OF_OP = {
 }
 
 
-# Elementwise kernels on inputs at least this big are worth a thread-pool hop (_Step._wants_pool).
+# Elementwise kernels on inputs at least this big are worth a thread-pool hop (Step._wants_pool in step.py).
 BIG_INPUT = 1 << 16
 
 
@@ -150,7 +151,7 @@ def compile_plan(graph: Graph, device, fed_nodes: set[str] = frozenset()) -> Pla
                     num_outputs=node.num_outputs)
         item.out_edges = [[] for _ in range(item.num_outputs)]
         item.empty_inputs = [None] * num_inputs
-        item.dead_outputs = (_dead_marker(),) * item.num_outputs
+        item.dead_outputs = (DEAD,) * item.num_outputs
         template.items.append(item)
         template.num_slots += num_inputs
         items.append(item)
@@ -184,12 +185,6 @@ def compile_plan(graph: Graph, device, fed_nodes: set[str] = frozenset()) -> Pla
     for template in templates.values():
         template.initial_pending = [_initial_pending(it) for it in template.items]
     return Plan(items, templates[""], templates, item_of, device)
-
-
-def _dead_marker():
-    from .executor import DEAD
-
-    return DEAD
 
 
 def _initial_pending(item: Item) -> int:

@@ -15,12 +15,14 @@ from .. import dtypes
 from ..errors import RuntimeFailure, UsageError
 from ..functions.lowering import lower_functional_ops, needs_lowering
 from ..ir import Graph, TensorRef, parse_tensor_name
+from ..ir.queries import graph_outputs
 from ..ops.core import FED_INPUT_OPS
 from ..ops import opaque
 from ..prune import SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUT_ATTR, fed_tensor_aliases, needed_nodes, retval_names
 from ..shape_inference import infer_shapes
 from ..shapes import Shape
-from .devices import Device, create_device
+from .device_factory import create_device
+from .devices import Device
 from .executor import Executor
 from .kernels.state import Uninitialized
 from .multi_device import compile_multi_device, needs_multi_device, with_peer_sends
@@ -95,8 +97,6 @@ class Session:
         return TensorRef(node, port)
 
     def default_fetches(self) -> list[str]:
-        from ..inspect import graph_outputs
-
         retvals = retval_names(self.graph)
         if retvals:   # a call-frame graph returns its _Retvals, in index order
             return retvals
@@ -198,7 +198,7 @@ class Session:
 
         report, moved = compile_graph(graph, device_name, {(r.node.name, r.index) for r in fetch_refs},
                                       {n.name for n in fed_nodes}, {n.name for n in target_nodes},
-                                      lower_rest=lower_rest)
+                                      lower_rest=lower_rest, interpreter=_interpreter)
         if self.jit_report is None:
             self.jit_report = JitReport()
         self.jit_report.merge(report)
@@ -224,6 +224,11 @@ class Session:
             raise UsageError(f"feed '{name}': shape {list(array.shape)} does not fit {shape} "
                              f"expected by '{ref.node.name}'")
         return array
+
+
+def _interpreter(body: Graph, device: Device) -> "Session":
+    """What runs a JIT cluster's body that XLA cannot compile (jit/cluster_op.py): a plain Session."""
+    return Session(body, device=device, jit=False)
 
 
 def _jit_enabled(jit: bool | None) -> bool:

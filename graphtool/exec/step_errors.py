@@ -17,7 +17,7 @@ def describe_node(tagged) -> str:
 
 
 def where(step) -> str:
-    """What `step` (an executor _Step) was doing when it ran out of time: the node its scheduling
+    """What `step` (a step.Step) was doing when it ran out of time: the node its scheduling
     thread ran last and the kernels still running on the pool."""
     parts = []
     if step.last is not None and id(step.last) not in step.running:

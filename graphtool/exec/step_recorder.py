@@ -1,7 +1,7 @@
 """Recording step statistics inside the executor (see step_stats.py for what is recorded).
 
 `Executor.run(..., stats=StepStats())` runs the step as a `TracedStep`: the executor's own step
-with a few methods overridden. An untraced step is the plain `_Step`, so statistics cost nothing
+with a few methods overridden. An untraced step is the plain `Step`, so statistics cost nothing
 when they are off (not even a flag tested per node).
 
 Recording is on the executor's hot path, so a node execution costs as few Python calls as
@@ -41,7 +41,7 @@ import weakref
 from time import perf_counter_ns
 
 from . import transfer
-from .executor import _Step
+from .step import Step
 from .plan import RECV, SEND
 from .step_stats import NodeExecution, StepStats, TensorInfo
 
@@ -53,7 +53,7 @@ _STATIC_FACTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # Exe
 
 
 # The executor's own methods, called without an attribute lookup per node.
-_step_compute, _step_process, _step_finish = _Step._compute, _Step._process, _Step._finish
+_step_compute, _step_process, _step_finish = Step._compute, Step._process, Step._finish
 _NOT_AN_ARRAY = (None, None)    # the (dtype, shape) recorded for a dead marker or a handle
 
 
@@ -80,7 +80,7 @@ def memory_timeline(deltas: list[tuple[int, int]], origin_ns: int) -> list[tuple
     return timeline
 
 
-class TracedStep(_Step):
+class TracedStep(Step):
     """The executor's step, recording a DeviceStats of its device into a StepStats."""
 
     def __init__(self, executor, *args):

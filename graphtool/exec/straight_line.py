@@ -144,7 +144,7 @@ class _Pending:
 
 
 def run(step, schedule: Schedule) -> list | None:
-    """Run `step` (an executor _Step) along `schedule`; the fetched values, or None when the step
+    """Run `step` (a step.Step) along `schedule`; the fetched values, or None when the step
     failed (step.error is set, kernels may still be on the pool: the caller drains them)."""
     values = [None] * schedule.num_slots
     compute = step._compute

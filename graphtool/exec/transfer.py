@@ -38,7 +38,7 @@ def local_rendezvous(participant) -> Rendezvous:
 
 
 def run_transfer(step, tagged, inputs, is_dead: bool) -> None:
-    """Run a SEND or RECV item (`step` is the executor's _Step)."""
+    """Run a SEND or RECV item (`step` is a step.Step)."""
     item = tagged[0]
     if item.kind == SEND:
         _send(step, tagged, inputs, is_dead)

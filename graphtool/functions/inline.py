@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..colocation import class_entries
 from ..ir import Graph, Node, TensorRef
+from ..placement.colocation import class_entries
 from .instantiate import FunctionBody
 
 _ENTER_OPS = ("Enter", "RefEnter")

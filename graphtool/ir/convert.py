@@ -1,9 +1,9 @@
-"""GraphDef <-> Graph. The only place where 'node:k' and '^node' strings are parsed or written."""
+"""GraphDef -> Graph (the way in; export.py is the way out). The only place where 'node:k' and '^node' strings are
+parsed."""
 from __future__ import annotations
 
 from ..errors import InvalidGraphError
 from ..proto.graph_pb2 import GraphDef
-from ..proto.node_def_pb2 import NodeDef
 from .graph import Graph, parse_tensor_name
 from .node import TensorRef
 
@@ -87,29 +87,3 @@ def from_graphdef(graph_def: GraphDef, source: str = "graph", *, verify: bool = 
             more = f" (and {len(found) - 1} more problem(s))" if len(found) > 1 else ""
             raise InvalidGraphError(f"{source}: {found[0]}{more}")
     return graph
-
-
-def node_to_nodedef(node) -> NodeDef:
-    node_def = NodeDef(name=node.name, op=node.op, device=node.device)
-    node_def.input.extend(ref.name for ref in node.inputs)
-    node_def.input.extend("^" + control.name for control in node.control_inputs)
-    for key, value in node.attrs.items():
-        node_def.attr[key].CopyFrom(value)
-    for field, value in node.extras.items():
-        getattr(node_def, field).CopyFrom(value)
-    return node_def
-
-
-def to_graphdef(graph: Graph) -> GraphDef:
-    """Serialize the IR; nodes keep their insertion order, inputs their TensorFlow spelling."""
-    graph_def = GraphDef()
-    graph_def.node.extend(node_to_nodedef(node) for node in graph.nodes)
-    if graph.versions.ListFields():
-        graph_def.versions.CopyFrom(graph.versions)
-    if graph.deprecated_version:
-        graph_def.version = graph.deprecated_version
-    if graph.library.ListFields():
-        graph_def.library.CopyFrom(graph.library)
-    if graph.debug_info.ListFields():
-        graph_def.debug_info.CopyFrom(graph.debug_info)
-    return graph_def

@@ -207,6 +207,10 @@ class Graph:
             path.append(nxt)
             node = nxt
 
+    def num_edges(self) -> int:
+        """Data plus control edges."""
+        return sum(len(n._inputs) + len(n._control_inputs) for n in self._nodes.values())
+
     def frames(self):
         """Control-flow frame of every node (see graphtool.ir.frames)."""
         from .frames import discover_frames
@@ -227,9 +231,30 @@ class Graph:
             raise InvalidGraphError(found[0] + more)
 
     def copy(self) -> "Graph":
-        from .convert import from_graphdef, to_graphdef
-
-        return from_graphdef(to_graphdef(self), verify=False)
+        """An independent copy: the same nodes in the same order, attrs and extras copied (not
+        shared), the same links. What a GraphDef round trip gives, without serializing."""
+        new = Graph()
+        new.versions.CopyFrom(self.versions)
+        new.deprecated_version = self.deprecated_version
+        new.library.CopyFrom(self.library)
+        new.debug_info.CopyFrom(self.debug_info)
+        twin: dict[Node, Node] = {}
+        for node in self._nodes.values():
+            copied = new.add_node(node.op, node.name, device=node.device)
+            for key in sorted(node.attrs):
+                copied.attrs[key] = _copy_proto(node.attrs[key])
+            for field, value in node.extras.items():
+                copied.extras[field] = _copy_proto(value)
+            twin[node] = copied
+        for node, copied in twin.items():
+            for ref in node._inputs:
+                producer = twin[ref.node]
+                # As an import would: an opaque op's output count follows what its users read.
+                producer._num_outputs_hint = max(producer._num_outputs_hint, ref.index + 1)
+                copied.add_input(TensorRef(producer, ref.index))
+            for control in node._control_inputs:
+                copied.add_control_input(twin[control])
+        return new
 
     def save(self, path, *, text: bool | None = None) -> None:
         """Write the graph as a GraphDef, atomically (an existing file is replaced only once the
@@ -238,7 +263,7 @@ class Graph:
         import os
 
         from .. import graph_io
-        from .convert import to_graphdef
+        from .export import to_graphdef
 
         path = os.fspath(path)
         if text is None and path != graph_io.STDIO:
@@ -251,3 +276,9 @@ class Graph:
                                  f"not {os.path.splitext(path)[1] or 'a name without an extension'}",
                                  hint="pass text=True or text=False to write it under this name anyway")
         graph_io.save_graphdef(to_graphdef(self), path, text=bool(text))
+
+
+def _copy_proto(message):
+    copied = type(message)()
+    copied.CopyFrom(message)
+    return copied

@@ -10,7 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 from .. import attrs as attr_codec
+from .. import dtypes
 from ..errors import InvalidGraphError
+from ..ops import opaque
+from ..ops.registry import lookup as _lookup_op
 from ..proto.attr_value_pb2 import AttrValue
 
 if TYPE_CHECKING:
@@ -78,9 +81,7 @@ class Node:
     @property
     def spec(self):
         """The registered OpSpec, or None for an op the registry does not know."""
-        from ..ops import registry
-
-        return registry.lookup(self.op)
+        return _lookup_op(self.op)
 
     @property
     def num_outputs(self) -> int:
@@ -91,8 +92,6 @@ class Node:
             except Exception:  # malformed attrs: verify() reports them; do not crash here
                 pass
             return self._num_outputs_hint
-        from ..ops import opaque
-
         return opaque.num_outputs(self)
 
     def output(self, index: int = 0) -> TensorRef:
@@ -106,10 +105,13 @@ class Node:
     def attr(self, name: str, default=attr_codec.SCALAR_KINDS):
         """The decoded value of attr `name`, falling back to the op's registered default (or to
         `default` when given). KeyError when there is neither."""
-        spec = self.spec
+        spec = _lookup_op(self.op)
         if name in self.attrs:
             value = self.attrs[name]
             declared = spec.attrs.get(name) if spec is not None else None
+            if value.WhichOneof("value") == "type" and (declared is None or declared.kind == "type"):
+                # The most read attrs (T, dtype): what decode() gives, without its checks' cost.
+                return dtypes.from_enum(value.type)
             # Every reader (shape functions, kernels, passes) may assume the declared kind: a
             # type attr holding a func or a tensor holding a string is the input's fault.
             if declared is not None and (problem := declared.kind_problem(value)):

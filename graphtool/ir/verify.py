@@ -57,6 +57,7 @@ def _check_ops(graph) -> list[str]:
     from ..ops import registry
 
     problems = []
+    outputs = _OutputFacts(registry.lookup)
     for node in graph.nodes:
         spec = registry.lookup(node.op)
         if spec is None:
@@ -66,19 +67,54 @@ def _check_ops(graph) -> list[str]:
         problems += [f"node '{node.name}' ({node.op}): {p}" for p in node_problems]
         if node_problems:
             continue
-        for slot, ref in enumerate(node.inputs):
-            producer_spec = registry.lookup(ref.node.op)
-            if producer_spec is None:
-                continue
-            try:
-                available = producer_spec.num_outputs(ref.node)
-            except Exception:
-                continue  # the producer's own attr problem is reported on the producer
-            if ref.index >= available:
+        for slot, ref in enumerate(node._inputs):
+            available = outputs.count(ref.node)
+            if available is not None and ref.index >= available:
                 problems.append(f"node '{node.name}' input {slot} reads '{ref.name}', but "
                                 f"'{ref.node.name}' ({ref.node.op}) has {available} output(s)")
-        problems += _check_input_dtypes(node, spec)
+        problems += _check_input_dtypes(node, spec, outputs)
     return problems
+
+
+class _OutputFacts:
+    """Each producer's output count and dtypes, worked out once: a Split with k outputs read by k
+    consumers would otherwise decode its attrs k times per consumer (quadratic in k). None where
+    the op is opaque or its attrs are malformed (reported on the producer itself)."""
+
+    def __init__(self, lookup):
+        self._lookup = lookup
+        self._counts: dict = {}
+        self._dtypes: dict = {}
+
+    def count(self, node) -> int | None:
+        try:
+            return self._counts[node]
+        except KeyError:
+            pass
+        spec = self._lookup(node.op)
+        found = None
+        if spec is not None:
+            try:
+                found = spec.num_outputs(node)
+            except Exception:
+                pass
+        self._counts[node] = found
+        return found
+
+    def dtypes(self, node) -> list | None:
+        try:
+            return self._dtypes[node]
+        except KeyError:
+            pass
+        spec = self._lookup(node.op)
+        found = None
+        if spec is not None:
+            try:
+                found = spec.output_dtypes(node)
+            except Exception:
+                pass
+        self._dtypes[node] = found
+        return found
 
 
 def _check_opaque_uses(node) -> list[str]:
@@ -94,24 +130,19 @@ def _check_opaque_uses(node) -> list[str]:
             f"in _output_shapes" for consumer, slot in node.uses() if consumer._inputs[slot].index >= len(declared)]
 
 
-def _check_input_dtypes(node, spec) -> list[str]:
+def _check_input_dtypes(node, spec, outputs: _OutputFacts) -> list[str]:
     """Each edge carries the dtype the consumer's signature expects (a reference output may feed
     a value input, not the other way round), as TensorFlow checks when it builds a graph."""
-    from ..ops import registry
-
     try:
         expected = spec.input_dtypes(node)
     except Exception:
         return []  # malformed attrs are reported by check_node
     problems = []
-    for slot, (ref, want) in enumerate(zip(node.inputs, expected)):
-        producer_spec = registry.lookup(ref.node.op)
-        if producer_spec is None:
+    for slot, (ref, want) in enumerate(zip(node._inputs, expected)):
+        produced = outputs.dtypes(ref.node)
+        if produced is None or ref.index >= len(produced):
             continue
-        try:
-            got = producer_spec.output_dtypes(ref.node)[ref.index]
-        except Exception:
-            continue
+        got = produced[ref.index]
         if not isinstance(got, DType) or not isinstance(want, DType):
             continue  # a producer with a malformed type attr is reported on the producer
         if got.base is not want.base or (want.is_ref and not got.is_ref):

@@ -16,6 +16,7 @@ import threading
 import time
 import weakref
 from functools import partial
+from typing import Callable
 
 import numpy as np
 
@@ -52,8 +53,13 @@ class ClusterProgram:
     """One cluster's body graph and its compiled forms."""
 
     def __init__(self, body: Graph, inputs: list[TensorRef], outputs: list[TensorRef],
-                 static_positions: tuple[int, ...], ops: list[str], list_outputs=(), held_inputs=()):
+                 static_positions: tuple[int, ...], ops: list[str], list_outputs=(), held_inputs=(),
+                 *, interpreter: Callable):
         self.body = body
+        # interpreter(body, device) -> a runner with .run(fetch names, feeds).values: what runs the
+        # body when XLA cannot compile it. The caller that runs graphs (exec/session.py) hands it
+        # in, so the JIT does not import the layer above it.
+        self.interpreter = interpreter
         self.inputs = inputs                  # body placeholders, one per cluster input
         self.outputs = outputs                # body tensors, one per cluster output
         self.static_positions = static_positions
@@ -104,7 +110,7 @@ class ClusterProgram:
         if runtime.cache_dir() is None:
             return None
         if self._disk_key is None:
-            from ..ir.convert import to_graphdef
+            from ..ir.export import to_graphdef
 
             names = "|".join(ref.full_name for ref in self.inputs) + ">" + "|".join(ref.full_name for ref in self.outputs)
             self._disk_key = to_graphdef(self.body).SerializeToString(deterministic=True) + names.encode()
@@ -128,11 +134,9 @@ class ClusterProgram:
     def _interpret(self, device, inputs) -> tuple:
         """The cluster's body run by the interpreter (a cluster XLA could not compile)."""
         if self._fallback is None:
-            from ..exec.session import Session
-
             with self._lock:
                 if self._fallback is None:
-                    self._fallback = Session(self.body, device=device, jit=False)
+                    self._fallback = self.interpreter(self.body, device)
         feeds = {ref.node.name: device.to_host(v) for ref, v in zip(self.inputs, inputs)}
         result = self._fallback.run([ref.full_name for ref in self.outputs], feeds)
         return tuple(device.to_device(v) for v in result.values)

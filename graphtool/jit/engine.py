@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..ir import Graph, TensorRef
 from . import runtime
@@ -116,7 +117,8 @@ def _detach_asserts(graph: Graph) -> None:
 
 
 def compile_graph(graph: Graph, default_device: str, fetches: set[tuple[str, int]], fed: set[str],
-                  targets: set[str], lower_rest: bool = True) -> tuple[JitReport, dict[tuple[str, int], TensorRef]]:
+                  targets: set[str], lower_rest: bool = True, *, interpreter: Callable
+                  ) -> tuple[JitReport, dict[tuple[str, int], TensorRef]]:
     runtime.load()
     report = JitReport()
     # A partition's loops run in step with their copies on other devices (each iteration's
@@ -130,7 +132,7 @@ def compile_graph(graph: Graph, default_device: str, fetches: set[tuple[str, int
     report.left_out = {node.name: reason for node, reason in clustering.reasons.items()}
     protected = {name for name, _ in fetches} | set(fed) | set(targets)
     report.clusters, moved = rewrite_clusters(graph, clustering.clusters, clustering.static, keep,
-                                              protected=protected)
+                                              protected=protected, interpreter=interpreter)
     if lower_rest:
         from ..functions.lowering import lower_functional_ops, needs_lowering
 

@@ -12,6 +12,7 @@ the body rather than becoming an output. Fetched tensors are renamed: the return
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from .. import dtypes
 from ..ir import Graph, Node, TensorRef
@@ -31,16 +32,17 @@ class RewrittenCluster:
 
 
 def rewrite_clusters(graph: Graph, clusters: list[list[Node]], static: set[Node], keep: set[TensorRef],
-                     shapes=None, protected: set[str] = frozenset()
+                     shapes=None, protected: set[str] = frozenset(), *, interpreter: Callable
                      ) -> tuple[list[RewrittenCluster], dict[tuple[str, int], TensorRef]]:
     """Rewrite every cluster; then drop static nodes nothing reads any more (their values were
-    copied into the clusters), except the `protected` ones (fetched, fed, targets)."""
+    copied into the clusters), except the `protected` ones (fetched, fed, targets). `interpreter`
+    runs a cluster's body that XLA cannot compile (see cluster_op.ClusterProgram)."""
     shapes = shapes or infer_shapes(graph)
     position = {node: i for i, node in enumerate(graph.topological_order())}
     moved: dict[tuple[str, int], TensorRef] = {}
     done = []
     for number, members in enumerate(clusters):
-        done.append(_rewrite_one(graph, members, static, keep, shapes, moved, number, position))
+        done.append(_rewrite_one(graph, members, static, keep, shapes, moved, number, position, interpreter))
     _drop_unread_static(graph, static, protected)
     return done, moved
 
@@ -83,7 +85,7 @@ def _static_copies(members: list[Node], group: set[Node], static: set[Node], sha
     return list(copied)
 
 
-def _rewrite_one(graph, members, static, keep, shapes, moved, number, position) -> RewrittenCluster:
+def _rewrite_one(graph, members, static, keep, shapes, moved, number, position, interpreter) -> RewrittenCluster:
     group = set(members)
     # Constants still read outside stay there (a copy goes into the body).
     shared_consts = {n for n in members if n.op == "Const" and any(c not in group for c in n.consumers())}
@@ -121,7 +123,8 @@ def _rewrite_one(graph, members, static, keep, shapes, moved, number, position) 
                     if shapes.dtype(r).base is dtypes.variant}
     program = ClusterProgram(body, [body_ref[r] for r in inputs], [body_ref[r] for r in outputs],
                              static_positions, ops, list_outputs,
-                             held_inputs=[k for k, r in enumerate(inputs) if r.node.op == "Const"])
+                             held_inputs=[k for k, r in enumerate(inputs) if r.node.op == "Const"],
+                             interpreter=interpreter)
     scope = _common_scope(members)
     cluster = graph.add_node(
         OP, graph.unique_name(f"{scope}jit_cluster_{number}"), inputs=inputs,

@@ -330,7 +330,6 @@ def _caller_family() -> str:
 
 
 def lookup(name: str) -> OpSpec | None:
-    _ensure_loaded()
     return _REGISTRY.get(name)
 
 
@@ -342,15 +341,4 @@ def get(name: str) -> OpSpec:
 
 
 def all_ops() -> dict[str, OpSpec]:
-    _ensure_loaded()
     return dict(_REGISTRY)
-
-
-_LOADED = False
-
-
-def _ensure_loaded() -> None:
-    global _LOADED
-    if not _LOADED:
-        _LOADED = True
-        from . import FAMILIES  # noqa: F401  (importing the package registers every family)

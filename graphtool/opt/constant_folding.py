@@ -30,11 +30,11 @@ from typing import Iterable
 import numpy as np
 
 from .. import dtypes
-from ..cost_model import CostEstimator, CostModel
 from ..exec import kernels
 from ..exec.devices import CPUDevice
 from ..ir import Graph, Node, TensorRef
 from ..ir.frames import ENTER_OPS, EXIT_OPS
+from ..placement.cost_model import CostEstimator, CostModel
 from ..proto.attr_value_pb2 import AttrValue
 from ..shape_inference import infer_shapes
 from ..tensor import from_ndarray

@@ -9,9 +9,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..colocation import drop_dangling_colocation
 from ..errors import DftoolError, InvalidGraphError, RuntimeFailure, UsageError
 from ..ir import Graph, to_graphdef
+from ..placement.colocation import drop_dangling_colocation
 from .base import PassContext, registered_passes
 
 
@@ -56,7 +56,7 @@ def select_passes(only: list[str] | None, skip: list[str] | None) -> list[str]:
 
 
 def count_edges(graph: Graph) -> int:
-    return sum(len(n.inputs) + len(n.control_inputs) for n in graph.nodes)
+    return graph.num_edges()
 
 
 def optimize(graph: Graph, ctx: PassContext, passes: list[str] | None = None, max_iterations: int = 10,
@@ -97,7 +97,10 @@ def _run_one(graph: Graph, ctx: PassContext, name: str, instance, iteration: int
         result = instance.run(graph, ctx)
         ran = True
         ctx.refresh(graph)
-        graph.verify()
+        if result.changed:
+            # A pass that changed nothing left the graph as valid as it found it: verifying
+            # again would be whole-graph work per pass and iteration, for nothing.
+            graph.verify()
     except DftoolError as exc:
         failure = PassFailure(f"pass '{name}' failed: {exc.one_line()}")
         if not ran and isinstance(exc, InvalidGraphError):

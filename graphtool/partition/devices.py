@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from ..device_names import parse_device_name, short_device_name
 from ..errors import DftoolError, InvalidGraphError
 from ..ir import Graph, Node
+from ..placement.device_names import parse_device_name, short_device_name
 
 _PLACE_HINT = "run dftool place first"
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..cost_model import SCHEMA as COST_MODEL_SCHEMA
-from ..device_names import parse_device_name
 from ..exec.step_stats import StepStats
+from ..placement.cost_model import SCHEMA as COST_MODEL_SCHEMA
+from ..placement.device_names import parse_device_name
 from .summary import NodeRow, ProfileSummary
 
 PROFILE_SCHEMA = "dftool.profile/2"

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import dtypes
-from ..colocation import drop_colocation_with
 from ..ir import Graph, Node, TensorRef
+from ..placement.colocation import drop_colocation_with
 from ..proto.attr_value_pb2 import AttrValue
 from ..tensor import from_ndarray
 

@@ -180,7 +180,7 @@ class CupyEnv:
     def __init__(self):
         import cupy
 
-        from graphtool.exec.devices import create_device
+        from graphtool.exec.device_factory import create_device
 
         self.cupy = cupy
         self.xp = cupy

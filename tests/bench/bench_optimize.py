@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from graphtool import graph_io  # noqa: E402
 from graphtool.exec.session import Session  # noqa: E402
-from graphtool.inspect import graph_outputs  # noqa: E402
+from graphtool.ir.queries import graph_outputs  # noqa: E402
 from graphtool.ir import from_graphdef  # noqa: E402
 from graphtool.opt.base import PassContext  # noqa: E402
 from graphtool.opt.manager import optimize  # noqa: E402

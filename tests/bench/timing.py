@@ -70,7 +70,7 @@ class TensorFlowReference:
         """TensorFlow's median step time for `graph` (an IR Graph), or None without TensorFlow."""
         if self.python is None:
             return None
-        from graphtool.ir.convert import to_graphdef
+        from graphtool.ir.export import to_graphdef
 
         with tempfile.TemporaryDirectory() as scratch:
             graph_path, feeds_path = os.path.join(scratch, "g.pb"), os.path.join(scratch, "f.npz")
@@ -94,7 +94,7 @@ class TensorFlowReference:
         if self.python is None:
             yield None
             return
-        from graphtool.ir.convert import to_graphdef
+        from graphtool.ir.export import to_graphdef
 
         with tempfile.TemporaryDirectory() as scratch:
             graph_path, feeds_path = os.path.join(scratch, "g.pb"), os.path.join(scratch, "f.npz")

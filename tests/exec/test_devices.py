@@ -8,7 +8,8 @@ import pytest
 
 from graphtool import graph_io
 from graphtool.errors import DeviceUnavailable
-from graphtool.exec.devices import FakeGPUDevice, create_device
+from graphtool.exec.device_factory import create_device
+from graphtool.exec.devices import FakeGPUDevice
 from graphtool.exec.session import Session
 from graphtool.ir import from_graphdef
 

@@ -25,7 +25,7 @@ if _REASON is not None:
     pytest.skip(_REASON, allow_module_level=True)
 
 from graphtool import graph_io  # noqa: E402
-from graphtool.exec.devices import create_device  # noqa: E402
+from graphtool.exec.device_factory import create_device  # noqa: E402
 from graphtool.exec.gpu import GPUDevice  # noqa: E402
 from graphtool.exec.session import Session  # noqa: E402
 from graphtool.ir import from_graphdef  # noqa: E402

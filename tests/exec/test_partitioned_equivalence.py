@@ -13,12 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphtool import graph_io
-from graphtool.colocation import colocation_groups
-from graphtool.device_names import canonical_device_name
 from graphtool.exec.session import Session
 from graphtool.ir import Graph, from_graphdef
 from graphtool.partition import partition
-from graphtool.place import place
+from graphtool.placement import place
+from graphtool.placement.colocation import colocation_groups
+from graphtool.placement.device_names import canonical_device_name
 
 from ..helpers import REPO_ROOT
 

@@ -244,7 +244,7 @@ def test_bad_prefix_is_a_usage_error(small):
 def test_gradients_nobody_asked_for_are_not_left_in_the_graph():
     """MatMul's gradient function also builds the gradient of its data input; asked only for the
     weights, the graph's outputs are the forward output and the requested gradients."""
-    from graphtool.inspect import graph_outputs
+    from graphtool.ir.queries import graph_outputs
 
     b = GraphBuilder()
     x = b.placeholder("float64", [2, 3], name="x")

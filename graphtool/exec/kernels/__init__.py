@@ -5,7 +5,7 @@ See registry.py for the kernel contract; adding an op's kernel touches only its 
 from importlib import import_module
 
 # gpu_* modules hold the GPU kernels of ops whose shared kernel cannot run on cupy.
-FAMILY_MODULES = ("core", "math", "array", "nn", "tensor_array", "tensor_list", "state", "segment", "sparse",
+FAMILY_MODULES = ("core", "math", "array", "nn", "tensor_array", "tensor_list", "state", "state_scatter", "segment", "sparse",
                   "gpu_host_memory", "gpu_segment", "functional", "random", "training", "image", "gpu_image",
                   "strings", "parsing", "lookup")
 

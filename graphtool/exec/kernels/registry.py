@@ -63,7 +63,6 @@ def kernel(*ops: str, devices: tuple[str, ...] = (CPU, GPU), expensive: bool = F
 
 
 def lookup(op: str, device_type: str = CPU) -> KernelDef | None:
-    _ensure_loaded()
     return _KERNELS.get((op, device_type))
 
 
@@ -72,7 +71,6 @@ def has_kernel(op: str, device_type: str = CPU) -> bool:
 
 
 def all_kernels() -> dict[tuple[str, str], KernelDef]:
-    _ensure_loaded()
     return dict(_KERNELS)
 
 
@@ -80,16 +78,6 @@ def bind(kernel_def: KernelDef, node) -> Callable:
     """The kernel with the node's attrs bound as keyword arguments (done once per plan)."""
     attrs = {name: node.attr(name) for name in kernel_def.attr_names}
     return partial(kernel_def.fn, **attrs) if attrs else kernel_def.fn
-
-
-_LOADED = False
-
-
-def _ensure_loaded() -> None:
-    global _LOADED
-    if not _LOADED:
-        _LOADED = True
-        from . import FAMILIES  # noqa: F401  (importing the package registers every family)
 
 
 class KernelError(Exception):

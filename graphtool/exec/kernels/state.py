@@ -229,4 +229,3 @@ def var_is_initialized_op(ctx, resource):
     _, variable = _resource_variable(ctx, resource)
     with variable.lock:
         return ctx.xp.asarray(variable.value is not None)
-from . import state_scatter  # noqa: E402,F401  (the rest of the family)

@@ -76,12 +76,10 @@ def lowers(*ops: str, static_inputs: tuple[int, ...] = (), supports: Callable | 
 
 
 def lookup(op: str) -> LoweringDef | None:
-    _ensure_loaded()
     return _LOWERINGS.get(op)
 
 
 def all_lowerings() -> dict[str, LoweringDef]:
-    _ensure_loaded()
     return dict(_LOWERINGS)
 
 
@@ -110,17 +108,6 @@ def why_not(node) -> str | None:
     if lowering.profitable is not None and not lowering.profitable(node):
         return f"{node.op}: the interpreter's kernel is faster here"
     return None
-
-
-_LOADED = False
-
-
-def _ensure_loaded() -> None:
-    """Import the family modules (each registers its lowerings) on first use."""
-    global _LOADED
-    if not _LOADED:
-        _LOADED = True
-        from . import families  # noqa: F401
 
 
 def is_static(value) -> bool:

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from .errors import UsageError
+from ..errors import UsageError
 
 DEFAULT_JOB = "localhost"
 

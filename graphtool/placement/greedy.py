@@ -3,15 +3,15 @@
     report = place(graph, ["cpu:0", "gpu:0"])      # sets node.device on every node
     graph.node("dense/matmul").device             # '/job:localhost/replica:0/task:0/device:GPU:0'
 
-1. Colocation groups (graphtool.colocation) are placed as one unit.
+1. Colocation groups (colocation.py) are placed as one unit.
 2. Each group's allowed devices come from requested devices, kernels and soft placement
-   (graphtool.device_constraints).
+   (constraints.py).
 3. Groups are placed greedily in topological order (of their first member). For each allowed
    device d the cost of putting the group there is
 
        compute(d) + transfer_in(d) - parallel_credit(d)
 
-   compute: the members' estimated (or measured) seconds on d's type (graphtool.cost_model);
+   compute: the members' estimated (or measured) seconds on d's type (cost_model.py);
    transfer_in: moving the inputs from the devices their producers went to (latency + bytes /
    bandwidth, zero on the same device); parallel_credit = min(compute, busiest_load - load(d)):
    work on a less loaded device overlaps with the busiest one, so it lengthens the step by less.
@@ -29,12 +29,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..ir import Graph, Node, TensorRef
 from .colocation import ColocationGroup, colocation_groups
+from .constraints import GroupConstraint, available_devices, device_type, op_runs_on, resolve_group
 from .cost_model import CostEstimator, CostModel
-from .device_constraints import GroupConstraint, available_devices, device_type, op_runs_on, resolve_group
 from .device_names import matches, parse_device_name, short_device_name
-from .ir import Graph, Node, TensorRef
-from .place_report import Candidate, NodePlacement, PlacementReport, Softened
+from .report import Candidate, NodePlacement, PlacementReport, Softened
 
 # Cheap = cheaper on every allowed device than this many of the cheapest transfers.
 _CHEAP_TRANSFERS = 2.0
@@ -46,8 +46,8 @@ def place(graph: Graph, devices: list[str] | None = None, *, soft_placement: boo
     """Set every node's device to a full canonical name and report the placement (see the
     module docstring). `devices` in any spelling ('cpu:0', '/device:GPU:1'); None: the devices
     the graph names plus cpu:0. Raises UsageError for bad `devices`, InvalidGraphError for
-    constraints that cannot hold (see graphtool.device_constraints)."""
-    from .shape_inference import infer_shapes
+    constraints that cannot hold (see graphtool.placement.constraints)."""
+    from ..shape_inference import infer_shapes
 
     op_runs_on.cache_clear()
     device_list = available_devices(graph, devices)

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import dtypes
-from .errors import DftoolError, InvalidGraphError
-from .ir import Graph, Node
+from .. import dtypes
+from ..errors import DftoolError, InvalidGraphError
+from ..ir import Graph, Node
 
 COLOCATION_ATTR = "_class"
 _LOC_PREFIX = "loc:@"

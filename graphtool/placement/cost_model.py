@@ -38,9 +38,9 @@ import json
 import math
 from dataclasses import dataclass, fields, replace
 
-from . import dtypes
-from .errors import InvalidGraphError
-from .ir import Node, TensorRef
+from .. import dtypes
+from ..errors import InvalidGraphError
+from ..ir import Node, TensorRef
 
 SCHEMA = "dftool.cost_model/1"
 DEVICE_TYPES = ("CPU", "GPU")
@@ -120,7 +120,7 @@ class CostModel:
     @classmethod
     def load(cls, path: str) -> "CostModel":
         """Read a cost-model JSON file; InvalidGraphError (exit 3) names the file on any problem."""
-        from .graph_io import read_bounded
+        from ..graph_io import read_bounded
 
         try:
             with open(path, "rb") as handle:  # bounded: `--cost-model /dev/zero` must not fill memory

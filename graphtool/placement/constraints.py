@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
+from ..errors import InvalidGraphError, UsageError
+from ..ir import Graph, Node
 from .colocation import ColocationGroup
 from .device_names import DeviceName, canonical_device_name, matches, parse_device_name, short_device_name
-from .errors import InvalidGraphError, UsageError
-from .ir import Graph, Node
 
 PLACEABLE_TYPES = ("CPU", "GPU")
 LOCAL = DeviceName(job="localhost", replica=0, task=0)
@@ -36,9 +36,9 @@ def op_runs_on(op: str, device_type: str) -> bool:
     """Whether an `op` node can run on a device of `device_type` (control flow runs anywhere).
     An op the registry does not know (an opaque node) is not checked: where its kernels are is
     unknown, so it stays where it asks or goes with its neighbours (place.py)."""
-    from .exec.kernels import has_kernel
-    from .exec.plan import runs_without_kernel
-    from .ops import registry
+    from ..exec.kernels import has_kernel
+    from ..exec.plan import runs_without_kernel
+    from ..ops import registry
 
     return op in _RUN_ANYWHERE_OPS or registry.lookup(op) is None or runs_without_kernel(op) or has_kernel(op, device_type)
 

@@ -1,0 +1,22 @@
+"""Placement: give every node a full device name (`dftool place`).
+
+    >>> report = place(graph, ["cpu:0", "gpu:0"])   # doctest: +SKIP
+    >>> graph.node("dense/matmul").device             # doctest: +SKIP
+    '/job:localhost/replica:0/task:0/device:GPU:0'
+
+The steps, each in its own module:
+1. device_names.py: TensorFlow device names parsed, made canonical and matched.
+2. colocation.py: nodes that must share a device (`_class`, ref/resource edges, loop plumbing)
+   become groups placed as one unit.
+3. constraints.py: each group's allowed devices (requested devices, kernels, soft placement).
+4. cost_model.py: compute and transfer estimates (analytic, or measured by `dftool profile`).
+5. greedy.py: `place()`, the greedy placer that weighs those costs.
+6. report.py: what `place()` returns (`dftool place --json` / `--explain`).
+"""
+from __future__ import annotations
+
+from .cost_model import CostModel
+from .greedy import place
+from .report import PlacementReport
+
+__all__ = ["CostModel", "PlacementReport", "place"]
