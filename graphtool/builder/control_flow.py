@@ -25,6 +25,7 @@ from ..ir import Node, TensorRef
 from ..shape_inference import TensorInfo
 from ..shapes import Shape
 from .binding import GraphBuildError, is_tensor
+from .core import BuilderCore
 from .tensor_array import TensorArray
 
 _ENTER_OPS = ("Enter", "RefEnter")
@@ -119,7 +120,7 @@ class WhileLoop(_Context):
                 and node.attr("frame_name") == self.frame_name)
 
 
-class ControlFlowOps:
+class ControlFlowOps(BuilderCore):
     """cond / while_loop / tensor_array for GraphBuilder."""
 
     def cond(self, pred: TensorRef, true_fn, false_fn, name: str = "cond"):
