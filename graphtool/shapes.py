@@ -4,9 +4,12 @@
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from .proto.tensor_shape_pb2 import TensorShapeProto
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs   # typing.TypeIs from Python 3.13
 
 
 class ShapeError(ValueError):
@@ -203,3 +206,23 @@ def broadcast_shapes(a: Shape, b: Shape) -> Shape:
         else:
             raise ShapeError(f"shapes {a} and {b} cannot be broadcast")
     return Shape(out)
+
+
+if TYPE_CHECKING:
+    class RankedShape(Shape):
+        """What `has_rank` narrows a Shape to for the type checker: dims and rank are known."""
+
+        dims: tuple[int | None, ...]
+
+        @property
+        def rank(self) -> int: ...
+
+
+def has_rank(shape: Shape) -> TypeIs[RankedShape]:
+    """`shape.known_rank`, in a form that tells the type checker that `dims` and `rank` are set.
+
+        if not has_rank(data):
+            return Shape.unknown()
+        last = data.dims[data.rank - 1]
+    """
+    return shape.dims is not None

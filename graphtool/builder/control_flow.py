@@ -23,7 +23,7 @@ from contextlib import contextmanager
 
 from ..ir import Node, TensorRef
 from ..shape_inference import TensorInfo
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from .binding import GraphBuildError, is_tensor
 from .core import BuilderCore
 from .tensor_array import TensorArray
@@ -286,9 +286,9 @@ class ControlFlowOps(BuilderCore):
 
 def _at_least_as_specific(shape: Shape, invariant: Shape) -> bool:
     """True when every dim the invariant fixes is the same in `shape`."""
-    if not invariant.known_rank:
+    if not has_rank(invariant):
         return True
-    if not shape.known_rank or shape.rank != invariant.rank:
+    if not has_rank(shape) or shape.rank != invariant.rank:
         return False
     return all(want is None or have == want for have, want in zip(shape, invariant))
 

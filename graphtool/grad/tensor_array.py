@@ -17,6 +17,7 @@ Stacks only exist to save values for backward loops; they carry no gradients.
 from __future__ import annotations
 
 from ..ir import TensorRef
+from ..shapes import has_rank
 from .registry import GradContext, gradient, not_differentiable
 
 not_differentiable(
@@ -98,4 +99,4 @@ def _element_shape(ctx: GradContext, i: int, drop: int):
     from ..shapes import Shape
 
     shape = ctx.input_shape(i)
-    return Shape(shape.dims[drop:]) if shape.known_rank else Shape.unknown()
+    return Shape(shape.dims[drop:]) if has_rank(shape) else Shape.unknown()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import DType
-from ..shapes import MAX_RANK, Shape, ShapeError, broadcast_shapes
+from ..shapes import MAX_RANK, Shape, ShapeError, broadcast_shapes, has_rank
 
 
 # Values bigger than this are not carried through inference (they only matter for their shapes).
@@ -159,13 +159,13 @@ class InferenceContext:
                 self.fail(f"input {i} is a scalar {partial.item()}, not a shape vector")
             return Shape([None if v is None or int(v) < 0 else int(v) for v in partial.ravel()])
         shape = self.shape(i)
-        if shape.known_rank and shape.rank == 1 and shape[0] is not None:
+        if has_rank(shape) and shape.rank == 1 and shape[0] is not None:
             if shape[0] > MAX_RANK:
                 # A shape vector of 10**12 elements (a broadcast Sub of a huge constant) is no shape;
                 # building its unknown dims would take terabytes.
                 self.fail(f"input {i} has {shape[0]} elements, more than the {MAX_RANK} dimensions a shape may have")
             return Shape.unknown_of_rank(shape[0])
-        if shape.known_rank and shape.rank == 0:
+        if has_rank(shape) and shape.rank == 0:
             # A scalar -1 means "unknown rank" in TensorFlow's convention.
             return Shape.unknown()
         return Shape.unknown()
@@ -228,7 +228,7 @@ def merge_all(ctx: InferenceContext, indices=None) -> Shape:
 
 def relax(a: Shape, b: Shape) -> Shape:
     """The most specific shape that both a and b are instances of (dims that differ -> unknown)."""
-    if not a.known_rank or not b.known_rank or a.rank != b.rank:
+    if not has_rank(a) or not has_rank(b) or a.rank != b.rank:
         return Shape.unknown()
     return Shape([x if x == y else None for x, y in zip(a.dims, b.dims)])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from .inference import InferenceContext, normalize_axis, unchanged
 from .math_common import NUMBER, QUANTIZED, REAL, reduction_value, register_math, type_set
 
@@ -42,11 +42,11 @@ def _reduce_unknown_axes(data: Shape, axes: Shape, keep_dims: bool) -> Shape:
 
 def _reduction_shape(ctx: InferenceContext) -> Shape:
     data, axes_shape = ctx.shape(0), ctx.shape(1)
-    if axes_shape.known_rank and axes_shape.rank > 1:
+    if has_rank(axes_shape) and axes_shape.rank > 1:
         ctx.fail(f"reduction_indices must be a scalar or a vector, has shape {axes_shape}")
     keep_dims = bool(ctx.attr("keep_dims"))
     axes = ctx.int_list(1)
-    if not data.known_rank:
+    if not has_rank(data):
         return Shape.unknown()
     if axes is None:
         return _reduce_unknown_axes(data, axes_shape, keep_dims)
@@ -64,7 +64,7 @@ def _arg_reduction_shape(ctx: InferenceContext) -> Shape:
     """ArgMax/ArgMin drop the one dimension named by the scalar `dimension` input."""
     ctx.with_rank(1, 0)
     data = ctx.shape(0)
-    if not data.known_rank:
+    if not has_rank(data):
         return Shape.unknown()
     if data.rank <= 1:
         return Shape.scalar()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..shapes import Shape, ShapeError
+from ..shapes import Shape, ShapeError, has_rank
 from .inference import HandleData, InferenceContext, scalar
 from .registry import register
 
@@ -183,7 +183,7 @@ def _concat_shapes(ctx: InferenceContext) -> list[Shape]:
     handle = _checked_handle(ctx)
     if handle is not None:
         element = _merge(ctx, element, handle.element_shape, "element_shape and the list's element shape")
-    if not element.known_rank:
+    if not has_rank(element):
         return [Shape.unknown(), Shape([None])]
     if element.rank < 1:
         ctx.fail(f"Concat requires elements to be at least vectors, the element shape is {element}")
@@ -193,7 +193,7 @@ def _concat_shapes(ctx: InferenceContext) -> list[Shape]:
 def _element_shape_shape(ctx: InferenceContext) -> Shape:
     # A vector of the element rank, or TensorFlow's scalar -1 for an unknown rank: unknown here.
     handle = list_handle(ctx)
-    if handle is None or not handle.element_shape.known_rank:
+    if handle is None or not has_rank(handle.element_shape):
         return Shape.unknown()
     return Shape([handle.element_shape.rank])
 

@@ -37,6 +37,7 @@ from ..ir import Graph, Node, TensorRef
 from ..ir.frames import ENTER_OPS, EXIT_OPS
 from ..proto.attr_value_pb2 import AttrValue
 from ..shape_inference import infer_shapes
+from ..shapes import has_rank
 from ..tensor import from_ndarray
 from .base import Pass, PassContext, PassResult, apply_rules, const_value_within, redirect_outputs, register_pass
 
@@ -230,7 +231,7 @@ def _fits(value: int, dtype) -> bool:
 def _shape_op_value(op: str, shape, dtype) -> np.ndarray | None:
     """What Shape/ShapeN/Size/Rank return for an input of static `shape`, or None if not static."""
     if op == "Rank":
-        return None if not shape.known_rank else np.array(shape.rank, dtype.numpy)
+        return None if not has_rank(shape) else np.array(shape.rank, dtype.numpy)
     if not shape.fully_defined:
         return None
     if op == "Size":

@@ -34,6 +34,7 @@ import ml_dtypes
 import numpy as np
 
 from ..ir import Graph
+from ..shapes import has_rank
 
 _MATMULS = {"MatMul": "transpose_a", "_FusedMatMul": "transpose_a", "BatchMatMul": "adj_x",
             "BatchMatMulV2": "adj_x", "BatchMatMulV3": "adj_x"}
@@ -72,7 +73,7 @@ class Tolerance:
 
 def _dims(shapes, ref) -> list[int] | None:
     shape = shapes.shape(ref)
-    if not shape.known_rank or any(d is None for d in shape.dims):
+    if not has_rank(shape) or any(d is None for d in shape.dims):
         return None
     return list(shape.dims)
 

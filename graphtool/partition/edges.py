@@ -38,7 +38,7 @@ from ..ir import Graph, Node, TensorRef
 from ..ir.frames import Frame
 from ..ops import opaque
 from ..shape_inference import ShapeResult
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from .compress import Compressor
 from .control_flow import LoopSkeletons
 
@@ -155,7 +155,7 @@ class EdgeCutter:
                               inputs=[sent], device=sent.node.device, attrs={"T": dtype, **attrs})
         recv = graph.add_node("_Recv", graph.unique_name(f"{base}/_recv{suffix}_on_{label}"),
                               device=device, attrs={"tensor_type": dtype, **attrs})
-        if shape.known_rank:
+        if has_rank(shape):
             recv.set_attr("_output_shapes", [shape], kind="list(shape)")
         if not frame.is_root:
             recv.add_control_input(self.skeletons.anchor(frame.name, device))

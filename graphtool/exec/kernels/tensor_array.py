@@ -22,7 +22,7 @@ import threading
 import numpy as np
 
 from ... import dtypes
-from ...shapes import Shape, ShapeError
+from ...shapes import Shape, ShapeError, has_rank
 from ..resources import unique_name
 from .registry import KernelError, check_slots, kernel
 
@@ -238,7 +238,7 @@ class TensorArray:
             self._check_open()
             self.dynamic_size = False   # once gradients exist, the forward array stops growing
             forward_shape = self.element_shape
-            element_shape = (Shape(shape_to_prepend).concatenate(forward_shape) if forward_shape.known_rank
+            element_shape = (Shape(shape_to_prepend).concatenate(forward_shape) if has_rank(forward_shape)
                              else Shape.unknown())
             grad = TensorArray(name, self.dtype, len(self._elements), element_shape,
                                identical_element_shapes=self.identical_element_shapes, is_grad=True)
