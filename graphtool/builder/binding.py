@@ -9,7 +9,7 @@ signature's order. Nothing here knows about particular ops: everything comes fro
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, cast
+from typing import Any, Callable, NoReturn, cast
 
 import numpy as np
 
@@ -118,7 +118,7 @@ class _Binder:
                 self.explicit_types[name] = _normalize_signature_attr(spec.attrs[name].kind, explicit[name])
         self.known.update(self.explicit_types)
 
-    def fail(self, message: str, error=GraphBuildError):
+    def fail(self, message: str, error=GraphBuildError) -> NoReturn:
         raise error(f"{self.where}: {message}")
 
     def agree(self, attr: str, value, arg: ArgSpec) -> None:

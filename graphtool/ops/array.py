@@ -61,10 +61,11 @@ def _rank_value(ctx: InferenceContext):
 
 def _known_product(shape: Shape) -> tuple[int, list[int]]:
     """(product of the known dims, indices of the unknown dims); a zero dim makes the count 0."""
-    if 0 in shape.dims:
+    dims = tuple(shape)   # (callers know the rank)
+    if 0 in dims:
         return 0, []
     product, unknown = 1, []
-    for i, dim in enumerate(shape.dims):
+    for i, dim in enumerate(dims):
         if dim is None:
             unknown.append(i)
         else:
@@ -195,8 +196,8 @@ def _concat_value(ctx: InferenceContext):
     axis = scalar_int(ctx, axis_slot)
     if axis is None or not may_build(*(ctx.shape(i).num_elements() for i in values)):
         return None
-    parts = [partial_or_unknown(ctx, i) for i in values]
-    if any(p is None for p in parts):
+    parts = [p for p in (partial_or_unknown(ctx, i) for i in values) if p is not None]
+    if len(parts) != len(values):
         return None
     joined = np.concatenate(parts, axis=axis)
     return None if knows_nothing(joined) else joined
@@ -209,15 +210,16 @@ def _concat_offset_shapes(ctx: InferenceContext) -> list[Shape]:
 def _concat_offset_values(ctx: InferenceContext) -> list | None:
     """Where each input starts in the concatenation: 0 except along the axis, where it is the sum
     of the earlier inputs' sizes (known as long as those are)."""
-    shapes = [partial_or_unknown(ctx, i) for i in range(1, ctx.num_inputs)]
+    shapes = [s for s in (partial_or_unknown(ctx, i) for i in range(1, ctx.num_inputs)) if s is not None]
     axis = scalar_int(ctx, 0)
-    if axis is None or any(s is None or s.ndim != 1 for s in shapes):
+    if axis is None or len(shapes) != ctx.num_inputs - 1 or any(s.ndim != 1 for s in shapes):
         return None
     rank = len(shapes[0])
     axis = axis + rank if axis < 0 else axis
     if not 0 <= axis < rank:
         return None
-    offsets, position = [], 0
+    offsets = []
+    position: int | None = 0   # None once an earlier input's size is unknown
     for shape in shapes:
         offset = partial_vector([0] * rank)
         offset[axis] = position
@@ -310,8 +312,8 @@ def _pack_shape(ctx: InferenceContext) -> Shape:
 def _pack_value(ctx: InferenceContext):
     if not may_build(*(ctx.shape(i).num_elements() for i in range(ctx.num_inputs))):
         return None
-    parts = [partial_or_unknown(ctx, i) for i in range(ctx.num_inputs)]
-    if any(p is None for p in parts):
+    parts = [p for p in (partial_or_unknown(ctx, i) for i in range(ctx.num_inputs)) if p is not None]
+    if len(parts) != ctx.num_inputs:
         return None
     stacked = np.stack(parts, axis=ctx.attr("axis"))
     return None if knows_nothing(stacked) else stacked
@@ -341,7 +343,7 @@ def _tile_shape(ctx: InferenceContext) -> Shape:
     if not has_rank(multiples):
         return Shape.unknown()
     data = ctx.with_rank(0, multiples.rank)
-    return Shape([multiply_dims(d, m) for d, m in zip(data.dims, multiples.dims)])
+    return Shape([multiply_dims(d, m) for d, m in zip(data, multiples.dims)])
 
 
 def _tile_value(ctx: InferenceContext):
@@ -367,7 +369,7 @@ def _bitcast_shape(ctx: InferenceContext) -> Shape:
     data, ratio = ctx.with_rank_at_least(0, 1), size_out // size_in
     if data[-1] is not None and data[-1] != ratio:
         ctx.fail(f"cannot bitcast due to shape: last dimension {data[-1]} does not match {ratio}")
-    return Shape(data.dims[:-1])
+    return data[:-1]
 
 
 def _ensure_shape_shape(ctx: InferenceContext) -> Shape:

@@ -14,6 +14,8 @@ huge tensor cost nothing; the engine also skips value functions whose output sha
 """
 from __future__ import annotations
 
+from typing import NoReturn, overload
+
 import numpy as np
 
 from ..dtypes import DType
@@ -171,7 +173,7 @@ class InferenceContext:
         return Shape.unknown()
 
     # --- errors -------------------------------------------------------------------------------
-    def fail(self, message: str):
+    def fail(self, message: str) -> NoReturn:
         raise ShapeError(message)
 
     def with_rank(self, i: int, rank: int) -> Shape:
@@ -233,6 +235,10 @@ def relax(a: Shape, b: Shape) -> Shape:
     return Shape([x if x == y else None for x, y in zip(a.dims, b.dims)])
 
 
+@overload
+def normalize_axis(ctx: InferenceContext, axis: int, rank: int, what: str = ...) -> int: ...
+@overload
+def normalize_axis(ctx: InferenceContext, axis: int, rank: int | None, what: str = ...) -> int | None: ...
 def normalize_axis(ctx: InferenceContext, axis: int, rank: int | None, what: str = "axis") -> int | None:
     """A non-negative axis, or None when the rank is unknown."""
     if rank is None:
