@@ -149,11 +149,11 @@ def _broadcast_args_shape(ctx: InferenceContext) -> Shape:
 
 
 def _broadcast_args_value(ctx: InferenceContext):
-    shapes = [ctx.partial_value(i) for i in range(2)]
-    if any(s is None for s in shapes):
+    shapes = [s for s in (ctx.partial_value(i) for i in range(2)) if s is not None]
+    if len(shapes) != 2:
         return None
     try:
-        return shape_value(broadcast_shapes(*(Shape(list(s)) for s in shapes)))
+        return shape_value(broadcast_shapes(Shape(list(shapes[0])), Shape(list(shapes[1]))))
     except ShapeError:
         return None  # the kernel reports incompatible shapes when it runs
 
@@ -167,8 +167,8 @@ def _broadcast_gradient_args_shapes(ctx: InferenceContext) -> list[Shape]:
 def _broadcast_gradient_args_values(ctx: InferenceContext) -> list | None:
     """The axes each input was broadcast along. Like TensorFlow's BCast: none for identical
     shapes, otherwise every axis where the 1-extended shape has a 1 (even where both have 1)."""
-    shapes = [ctx.int_list(i) for i in range(2)]
-    if any(s is None for s in shapes):
+    shapes = [s for s in (ctx.int_list(i) for i in range(2)) if s is not None]
+    if len(shapes) != 2:
         return None
     try:
         broadcast_shapes(Shape(shapes[0]), Shape(shapes[1]))

@@ -366,10 +366,11 @@ def _dynamic_stitch_value(ctx: InferenceContext):
     shape = _dynamic_stitch_shape(ctx)
     if not shape.fully_defined or not may_build(element_product(shape.dims)):
         return None
-    merged = np.full(shape.dims, None, dtype=object)
+    dims = [d for d in shape if d is not None]   # all of them: the shape is fully defined
+    merged = np.full(dims, None, dtype=np.object_)
     for i in range(count):
         indices, data = ctx.value(i), partial_or_unknown(ctx, count + i)
-        if data is None or indices.size and indices.min() < 0:
+        if data is None or indices is None or indices.size and indices.min() < 0:
             return None
         merged[indices.astype(np.int64)] = data  # later partitions win, as in the kernel
     return None if knows_nothing(merged) else merged

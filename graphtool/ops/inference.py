@@ -14,12 +14,15 @@ huge tensor cost nothing; the engine also skips value functions whose output sha
 """
 from __future__ import annotations
 
-from typing import NoReturn, overload
+from typing import TYPE_CHECKING, NoReturn, overload
 
 import numpy as np
 
 from ..dtypes import DType
 from ..shapes import MAX_RANK, Shape, ShapeError, broadcast_shapes, has_rank
+
+if TYPE_CHECKING:
+    from ..shapes import RankedShape
 
 
 # Values bigger than this are not carried through inference (they only matter for their shapes).
@@ -29,7 +32,8 @@ MAX_VALUE_ELEMENTS = 4096
 def may_build(*counts: int | None) -> bool:
     """Whether a value of `counts` elements in all (products of known dims; None = unknown) may be
     materialised during inference. Call it before creating the array, never after."""
-    return all(c is not None and c >= 0 for c in counts) and sum(counts) <= MAX_VALUE_ELEMENTS
+    known = [c for c in counts if c is not None and c >= 0]
+    return len(known) == len(counts) and sum(known) <= MAX_VALUE_ELEMENTS
 
 
 def element_product(dims) -> int | None:
@@ -176,7 +180,7 @@ class InferenceContext:
     def fail(self, message: str) -> NoReturn:
         raise ShapeError(message)
 
-    def with_rank(self, i: int, rank: int) -> Shape:
+    def with_rank(self, i: int, rank: int) -> RankedShape:
         try:
             return self.shape(i).with_rank(rank)
         except ShapeError:

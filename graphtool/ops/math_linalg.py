@@ -2,6 +2,8 @@
 Imported by math.py."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..shapes import Shape, ShapeError, has_rank
 from .inference import InferenceContext
 from .math_common import (COMPLEX, FLOAT, UNSIGNED, broadcast, merge_dims, register_math,
@@ -108,9 +110,10 @@ def _bind_labels(ctx: InferenceContext, index: int, labels: list[str],
     has_ellipsis = len(named) < len(labels)
     shape = ctx.shape(index)
     if not has_rank(shape):
-        dims, batch = [None] * len(named), Shape.unknown() if has_ellipsis else Shape.scalar()
+        dims: Sequence[int | None] = [None] * len(named)
+        batch = Shape.unknown() if has_ellipsis else Shape.scalar()
     elif has_ellipsis:
-        shape = ctx.with_rank_at_least(index, len(named))
+        ctx.with_rank_at_least(index, len(named))   # (the rank is known: the same shape, checked)
         start = labels.index(ELLIPSIS)
         end = shape.rank - (len(labels) - start - 1)
         dims, batch = shape.dims[:start] + shape.dims[end:], shape[start:end]
@@ -134,10 +137,10 @@ def _einsum_shape(ctx: InferenceContext) -> Shape:
         batch = Shape.scalar()
     elif not has_rank(batch):
         return Shape.unknown()
-    dims = []
+    dims: list[int | None] = []
     for label in output:
         if label == ELLIPSIS:
-            dims.extend(batch.dims)
+            dims.extend(batch)
         elif label in label_dims:
             dims.append(label_dims[label])
         else:
