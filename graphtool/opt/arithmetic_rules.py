@@ -332,7 +332,7 @@ def is_lossless_cast(source: DType, target: DType) -> bool:
     if source.is_bool:
         return True  # 0 and 1 survive any numeric type, and x != 0 brings them back
     if source.is_integer and target.is_integer:
-        return bool(np.can_cast(source.numpy, target.numpy, casting="safe"))
+        return bool(np.can_cast(source.numpy_dtype, target.numpy_dtype, casting="safe"))
     if source.is_integer:
         info = np.iinfo(source.numpy)
         return info.bits - (0 if source.is_unsigned else 1) <= ml_dtypes.finfo(target.numpy).nmant + 1
@@ -481,9 +481,9 @@ class RemoveSqueezeThenExpand(InversePairRule):
     def cancels(self, outer: Node, inner: Node) -> bool:
         x_shape = self.facts.shape(inner.inputs[0])
         removed = squeezed_axes(x_shape, inner.attr("squeeze_dims"))
-        if removed is None or len(removed) != 1 or x_shape.dims[removed[0]] != 1:
+        if removed is None or len(removed) != 1 or x_shape[removed[0]] != 1:   # (None: unknown rank)
             return False
-        return expanded_axis(outer, self.facts, x_shape.rank - 1) == removed[0]
+        return expanded_axis(outer, self.facts, len(x_shape) - 1) == removed[0]
 
 
 REMOVAL_RULES = (RemoveNeutralOperand, RemoveDoubleNegation, RemoveInverseTransposes, RemoveCastRoundTrip,
