@@ -123,7 +123,7 @@ def _stack_of(node: Node) -> Node:
 def nodes_reached_from(info: ForwardInfo, xs: list[TensorRef]) -> set[Node]:
     """The nodes that read some x through floating values (directly or not)."""
     reached: set[Node] = set()
-    queue = deque()
+    queue: deque[Node] = deque()
 
     def follow(ref: TensorRef) -> None:
         for consumer, _slot in ref.node.uses(ref.index):

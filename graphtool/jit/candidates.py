@@ -110,7 +110,7 @@ def deadness_signatures(graph: Graph) -> dict[Node, frozenset]:
     nodes may share a cluster only when they are dead together, since a cluster node runs whole.
     A Merge is live when any input is, so it keeps only what all its inputs share."""
     signature: dict[Node, frozenset] = {}
-    empty = frozenset()
+    empty: frozenset = frozenset()
     for node in graph.topological_order():
         sources = []
         for ref in node.inputs:

@@ -169,7 +169,7 @@ def _static_positions(members, group, static, inputs) -> tuple[int, ...]:
     """Cluster inputs XLA needs as constants: read at a lowering's static slot, directly or
     through static nodes of the cluster (a Pack of a Shape and an input, say)."""
     needed: set[TensorRef] = set()
-    stack = []
+    stack: list[TensorRef] = []
     for node in members:
         lowering = registry.lookup(node.op)
         if lowering is not None:

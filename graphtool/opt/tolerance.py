@@ -33,7 +33,7 @@ from math import prod, sqrt
 import ml_dtypes
 import numpy as np
 
-from ..ir import Graph
+from ..ir import Graph, Node
 from ..shapes import has_rank
 
 _MATMULS = {"MatMul": "transpose_a", "_FusedMatMul": "transpose_a", "BatchMatMul": "adj_x",
@@ -122,7 +122,7 @@ def accumulation_depth(graph: Graph, feed_shapes: dict | None = None) -> dict:
     from ..shape_inference import infer_shapes
 
     shapes = infer_shapes(graph, feed_shapes or {})
-    depth = {}
+    depth: dict[Node, float] = {}
     for node in graph.topological_order():
         carried = max((depth.get(ref.node, 0.0) for ref in node.inputs), default=0.0)
         summed = terms_summed(node, shapes)

@@ -156,7 +156,7 @@ class LoopSkeletons:
 def frame_devices(info: FrameInfo) -> dict[str, set[str]]:
     """Per frame, the devices holding any of its nodes, its Enters or anything in a loop nested
     in it (a device running an inner loop must also iterate the outer one)."""
-    devices = {name: set() for name in info.frames}
+    devices: dict[str, set[str]] = {name: set() for name in info.frames}
     for name, frame in info.frames.items():
         devices[name].update(n.device for n in frame.nodes)
         devices[name].update(e.device for e in frame.enters)

@@ -95,7 +95,9 @@ def _dense(ctx, examples, key: str, default, dtype, shape, batch_shape, index_of
 
 
 def _sparse(ctx, examples, key: str, dtype, scalar: bool):
-    indices, values, longest = [], [], 0
+    indices: list[tuple[int, ...]] = []
+    values: list = []
+    longest = 0
     for index, example in enumerate(examples):
         found = _values(ctx, example, key, dtype, index) or []
         indices.extend(((j,) if scalar else (index, j)) for j in range(len(found)))
