@@ -198,7 +198,8 @@ def partial_or_unknown(ctx: InferenceContext, i: int) -> np.ndarray | None:
     count = element_count(ctx.shape(i))
     if count is None or count > _MAX_PLACEHOLDER_ELEMENTS:
         return None
-    return np.full(ctx.shape(i).dims, None, dtype=object)
+    dims = [d for d in ctx.shape(i) if d is not None]   # all of them: the element count is known
+    return np.full(dims, None, dtype=np.object_)
 
 
 def per_output(values_fn):
