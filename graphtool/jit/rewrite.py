@@ -11,6 +11,7 @@ the body rather than becoming an output. Fetched tensors are renamed: the return
 """
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from .. import dtypes
@@ -31,7 +32,7 @@ class RewrittenCluster:
 
 
 def rewrite_clusters(graph: Graph, clusters: list[list[Node]], static: set[Node], keep: set[TensorRef],
-                     shapes=None, protected: set[str] = frozenset()
+                     shapes=None, protected: AbstractSet[str] = frozenset()
                      ) -> tuple[list[RewrittenCluster], dict[tuple[str, int], TensorRef]]:
     """Rewrite every cluster; then drop static nodes nothing reads any more (their values were
     copied into the clusters), except the `protected` ones (fetched, fed, targets)."""
@@ -45,7 +46,7 @@ def rewrite_clusters(graph: Graph, clusters: list[list[Node]], static: set[Node]
     return done, moved
 
 
-def _drop_unread_static(graph: Graph, static: set[Node], protected: set[str]) -> None:
+def _drop_unread_static(graph: Graph, static: set[Node], protected: AbstractSet[str]) -> None:
     pending = [n for n in static if n.graph is graph and n.name in graph]
     while pending:
         node = pending.pop()

@@ -127,6 +127,7 @@ class LoopSkeletons:
                 continue
             self._add(frame, leader)
             if self.liveness.token(frame.name).device != leader:
+                assert frame.parent is not None   # (loops only: the root is not received)
                 receiving.add((frame.parent.name, leader))
 
     # --- building -------------------------------------------------------------------------------
@@ -161,6 +162,7 @@ def frame_devices(info: FrameInfo) -> dict[str, set[str]]:
         devices[name].update(n.device for n in frame.nodes)
         devices[name].update(e.device for e in frame.enters)
     for frame in sorted(info.loops, key=lambda f: -f.depth):
+        assert frame.parent is not None   # a loop's frame has the frame it is entered from
         devices[frame.parent.name] |= devices[frame.name]
     return devices
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ...shapes import has_rank
 from . import array_create, array_diag, array_index, array_scatter, array_select  # noqa: F401
 from .array_common import element_count, host_int, host_ints, shape_str, vector_of, wrap_axis
-from .registry import kernel
+from .registry import KernelContext, kernel
 
 # --- Shape, ShapeN, Size, Rank --------------------------------------------------------------------
 
@@ -182,7 +182,7 @@ def concat_offset(ctx, concat_dim, *shapes):
     return tuple(offsets)
 
 
-def _split_axis(ctx, split_dim, value) -> int:
+def _split_axis(ctx: KernelContext, split_dim, value) -> int:
     axis = host_int(ctx, split_dim, "split_dim")
     wrapped = wrap_axis(axis, value.ndim)
     if wrapped is None:
