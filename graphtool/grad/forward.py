@@ -72,7 +72,7 @@ class ForwardInfo:
 
 def is_ancestor(outer: Frame, inner: Frame) -> bool:
     """True when `inner` is `outer` or nested in it."""
-    frame = inner
+    frame: Frame | None = inner
     while frame is not None:
         if frame is outer:
             return True
@@ -84,6 +84,7 @@ def child_toward(outer: Frame, inner: Frame) -> Frame:
     """The child frame of `outer` that contains `inner` (a proper descendant of `outer`)."""
     frame = inner
     while frame.parent is not outer:
+        assert frame.parent is not None, "`outer` is not an ancestor of `inner`"
         frame = frame.parent
     return frame
 
