@@ -16,9 +16,14 @@ Stacks only exist to save values for backward loops; they carry no gradients.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..ir import TensorRef
 from ..shapes import has_rank
 from .registry import GradContext, gradient, not_differentiable
+
+if TYPE_CHECKING:
+    from .walk import DriverGradContext
 
 not_differentiable(
     "TensorArrayV3", "TensorArrayGradV3", "TensorArrayGradWithShape", "TensorArraySizeV3",
@@ -27,7 +32,7 @@ not_differentiable(
 )
 
 
-def _gradient_array(ctx: GradContext, flow: TensorRef) -> tuple[TensorRef, TensorRef]:
+def _gradient_array(ctx: DriverGradContext, flow: TensorRef) -> tuple[TensorRef, TensorRef]:
     """(handle, flow) of the gradient array of the forward op's array; the flow is made to wait
     for the gradient array's creation."""
     b = ctx.b

@@ -92,7 +92,7 @@ class Layout:
 
     def replace(self, shape: Shape, letter: str, dim: Dim) -> Shape:
         """`shape` with the dim of `letter` set to `dim`."""
-        dims = list(shape.dims)
+        dims = shape.as_list()
         dims[self.letters.index(letter)] = dim
         return Shape(dims)
 

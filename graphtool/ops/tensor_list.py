@@ -37,8 +37,8 @@ def _checked_handle(ctx: InferenceContext) -> HandleData | None:
     handle = list_handle(ctx)
     dtype = ctx.attr("element_dtype")
     if handle is not None and handle.dtype != dtype:
-        ctx.fail(f"Expected list with element dtype {dtype.name} but got list with element dtype "
-                 f"{handle.dtype.name}")
+        ctx.fail(f"Expected list with element dtype {dtype} but got list with element dtype "
+                 f"{handle.dtype}")
     return handle
 
 
@@ -143,7 +143,7 @@ def _concat_lists_shape(ctx: InferenceContext) -> Shape:
     handles = [h for h in (list_handle(ctx, 0), list_handle(ctx, 1)) if h is not None]
     for handle, name in zip(handles, ("input_a", "input_b")):
         if handle.dtype != dtype:
-            ctx.fail(f"{name}.type != element_dtype: {handle.dtype.name} vs. {dtype.name}")
+            ctx.fail(f"{name}.type != element_dtype: {handle.dtype} vs. {dtype}")
     element = Shape.unknown()
     for handle in handles:
         element = _merge(ctx, element, handle.element_shape, "the lists' element shapes")

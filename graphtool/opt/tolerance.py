@@ -73,9 +73,10 @@ class Tolerance:
 
 def _dims(shapes, ref) -> list[int] | None:
     shape = shapes.shape(ref)
-    if not has_rank(shape) or any(d is None for d in shape.dims):
+    if not has_rank(shape):
         return None
-    return list(shape.dims)
+    dims = [d for d in shape.dims if d is not None]
+    return dims if len(dims) == len(shape.dims) else None
 
 
 def terms_summed(node, shapes) -> int:
