@@ -120,7 +120,7 @@ class Shape:
         return "[" + ",".join("?" if d is None else str(d) for d in self.dims) + "]"
 
     # --- combination --------------------------------------------------------------------------
-    def is_compatible_with(self, other: "Shape") -> bool:
+    def is_compatible_with(self, other: "Shape | Iterable[int | None]") -> bool:
         other = Shape.of(other)
         if self.dims is None or other.dims is None:
             return True

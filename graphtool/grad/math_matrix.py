@@ -348,8 +348,9 @@ def _split_fft_op(op: str) -> tuple[str, int]:
 
 def _transformed_dims(ctx, ref, rank: int) -> list[int]:
     shape = ctx.b.shape(ref)
-    dims = shape.as_list()[-rank:] if has_rank(shape) else [None]
-    if None in dims:
+    tail = shape.as_list()[-rank:] if has_rank(shape) else [None]
+    dims = [d for d in tail if d is not None]
+    if len(dims) != len(tail):
         raise ValueError(f"the gradient of {ctx.node.op} node '{ctx.node.name}' needs the sizes of the "
                          f"transformed dims statically, has {shape}")
     return dims

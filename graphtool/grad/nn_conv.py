@@ -29,7 +29,7 @@ _CONVOLUTIONS = {
 _FORWARD_OF = {kernel: forward for forward, (inp, filt, _) in _CONVOLUTIONS.items() for kernel in (inp, filt)}
 
 
-def _conv_family(op: str) -> tuple[str, str, str, dict]:
+def _conv_family(op: str) -> tuple[str, str, str, tuple[str, ...]]:
     forward = _FORWARD_OF.get(op, op)
     backprop_input, backprop_filter, extra = _CONVOLUTIONS[forward]
     return forward, backprop_input, backprop_filter, extra

@@ -174,7 +174,8 @@ def _matrix_diag_part_shape(ctx: InferenceContext) -> Shape:
 
 def _diagonal_offsets(ctx: InferenceContext, slot: int) -> tuple[int, int] | None:
     """(lower, upper) from input `slot` (k: one offset or a pair) when known."""
-    if has_rank(ctx.shape(slot)) and ctx.shape(slot).rank > 1:
+    k_shape = ctx.shape(slot)
+    if has_rank(k_shape) and k_shape.rank > 1:
         ctx.fail(f"k must be a scalar or a vector, has shape {ctx.shape(slot)}")
     k = ctx.int_list(slot)
     if k is None:

@@ -22,7 +22,10 @@ def _vector_value(ctx: InferenceContext, i: int, length: int, what: str) -> list
     if size not in (None, length):
         ctx.fail(f"{what} must have {length} elements, has {size}")
     known = ctx.int_list(i)
-    return known if known is not None else [None] * length
+    if known is None:
+        return [None] * length
+    entries: list[int | None] = list(known)
+    return entries
 
 
 def _crop_and_resize_shape(ctx: InferenceContext) -> Shape:

@@ -111,6 +111,7 @@ def _register_binary(name, types, value=None, *, output="T", args=("x", "y"), at
 for _name, _types, _value in BINARY_OPS:
     _register_binary(_name, _types, _value)
 _register_binary("Atan2", type_set(FLOAT), args=("y", "x"))
+_function: np.ufunc   # (each loop below registers one op per numpy function)
 for _name, _function in COMPARISON_OPS:
     _register_binary(_name, type_set(REAL), elementwise_value(_function), output="bool")
 for _name, _function in (("Equal", np.equal), ("NotEqual", np.not_equal)):

@@ -2,11 +2,16 @@
 cumulative ops Cumsum/Cumprod. Imported by math.py."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..shapes import Shape, has_rank
 from .inference import InferenceContext, normalize_axis, unchanged
 from .math_common import NUMBER, QUANTIZED, REAL, reduction_value, register_math, type_set
+
+if TYPE_CHECKING:
+    from ..shapes import RankedShape
 
 INDEX_ATTR = "Tidx: {int32, int64} = int32"
 
@@ -27,7 +32,7 @@ def _axis_count(axes: Shape) -> int | None:
     return axes[0] if axes.rank == 1 else None
 
 
-def _reduce_unknown_axes(data: Shape, axes: Shape, keep_dims: bool) -> Shape:
+def _reduce_unknown_axes(data: RankedShape, axes: Shape, keep_dims: bool) -> Shape:
     """The result when the axes' values are unknown. TensorFlow keeps the rank with keep_dims and
     gives up otherwise; we also use the number of axes, since repeated axes are a runtime error."""
     count = _axis_count(axes)

@@ -259,8 +259,8 @@ def static_outputs(node: Node, state: FoldState) -> dict[int, np.ndarray]:
     if node.op not in _SHAPE_OPS:
         return _inferred_value(node, state)
     if node.op == "BroadcastGradientArgs":
-        shape_vectors = [state.shapes.value(ref) for ref in node.inputs]
-        if any(v is None for v in shape_vectors):
+        shape_vectors = [v for v in (state.shapes.value(ref) for ref in node.inputs) if v is not None]
+        if len(shape_vectors) != len(node.inputs):
             return {}
         try:
             return dict(enumerate(evaluate(node, shape_vectors)))

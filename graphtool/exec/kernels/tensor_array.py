@@ -222,13 +222,14 @@ class TensorArray:
                 f"the full element_shape property on the forward TensorArray, the proper all-zeros tensor "
                 f"will be returned instead of incurring this error.")
         size = len(self._elements)
+        zeros: list[_Element]
         if index < size:
-            zeros = (self._elements[index],)
+            zeros = [self._elements[index]]
         else:   # a gradient array read past its end grows, as TensorFlow's does
             self._grow(index + 1)
             zeros = self._elements[size:]
         for element in zeros:
-            element.shape, element.written = tuple(self.element_shape.dims), True
+            element.shape, element.written = tuple(self.element_shape), True
 
     # --- gradients --------------------------------------------------------------------------
     def gradient_array(self, name: str, shape_to_prepend: tuple[int, ...]) -> "TensorArray":
@@ -244,6 +245,7 @@ class TensorArray:
                                identical_element_shapes=self.identical_element_shapes, is_grad=True)
             for mine, theirs in zip(self._elements, grad._elements):
                 if mine.written:
+                    assert mine.shape is not None   # a written element has its shape
                     theirs.shape, theirs.written = tuple(shape_to_prepend) + mine.shape, True
             return grad
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ... import dtypes
 from ...shapes import Shape, ShapeError, has_rank
-from .registry import CPU, kernel
+from .registry import CPU, KernelContext, kernel
 from .tensor_list_value import TensorList, local, variant_scalar
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -46,7 +46,7 @@ def shape_from_tensor(ctx, tensor) -> Shape:
     return Shape(dims)
 
 
-def _merge(ctx, a: Shape, b: Shape) -> Shape:
+def _merge(ctx: KernelContext, a: Shape, b: Shape) -> Shape:
     try:
         return a.merge(b)
     except ShapeError:
@@ -108,7 +108,7 @@ def _filled(ctx, elements, shape: Shape, dtype, message: str) -> list:
 
 def _stacked(ctx, elements, shape: Shape, dtype):
     if not elements:
-        return ctx.xp.zeros((0, *shape.dims), dtype=dtype.numpy)
+        return ctx.xp.zeros((0, *shape), dtype=dtype.numpy)
     return ctx.xp.stack(elements)
 
 
@@ -420,9 +420,9 @@ def _concat(ctx, tensor_list: TensorList, element_dtype, rest: Shape, first_dim,
         else:
             lengths.append(leading[i])
     xp = ctx.xp
-    pieces = [xp.zeros((n, *rest.dims), dtype=element_dtype.numpy) if e is None else e
+    pieces = [xp.zeros((n, *rest), dtype=element_dtype.numpy) if e is None else e
               for e, n in zip(elements, lengths)]
-    value = xp.concatenate(pieces) if pieces else xp.zeros((0, *rest.dims), dtype=element_dtype.numpy)
+    value = xp.concatenate(pieces) if pieces else xp.zeros((0, *rest), dtype=element_dtype.numpy)
     return value, xp.asarray(lengths, dtype=np.int64).reshape(-1)
 
 
