@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any
 
 from . import sequential_loop
 from .plan import ENTER, EXIT, MERGE, NEXT_ITERATION, FrameTemplate, Item
@@ -67,11 +67,6 @@ class FrameState:
         self.entered: list | None = None   # a sequential loop's Enter values, until all have come
 
 
-class _IterationCounts(Protocol):
-    """What delivery records in a step's stats (executor.StepStats)."""
-    iterations: dict[str, int]
-
-
 class FrameDelivery:
     """The part of an executor step that moves values: `_finish` (every executed node, except
     that the ready loop finishes a live ordinary node itself when no recorder hooks `_finish`),
@@ -87,7 +82,7 @@ class FrameDelivery:
     targets_done: set[Item]
     nodes_executed: int
     sequential_loops: bool
-    stats: _IterationCounts
+    stats: Any   # executor.StepStats (not imported: executor imports this module); uses .iterations
 
     # --- delivering outputs -------------------------------------------------------------------
     def _finish(self, tagged, outputs, is_dead: bool) -> None:
