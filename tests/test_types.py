@@ -54,6 +54,9 @@ def test_every_type_ignore_names_its_error_and_a_reason():
 
 @pytest.mark.slow
 def test_mypy_is_clean(tmp_path):
+    pytest.importorskip("mypy")
+    # graphtool/jit is checked against JAX's own annotations (the `jit` extra, which CI installs).
+    pytest.importorskip("jax")
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"), "--no-error-summary"],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
