@@ -71,6 +71,14 @@ class DType:
         return self.base._kind in ("float", "int", "uint", "complex", "quant")
 
     @property
+    def numpy_dtype(self) -> np.dtype:
+        """`numpy` where the type is known to have one (every type but resource, variant and the
+        like, whose `numpy` is None)."""
+        if self.numpy is None:
+            raise TypeError(f"{self.name} has no numpy dtype")
+        return self.numpy
+
+    @property
     def itemsize(self) -> int:
         """Bytes per element (strings and handles count as pointers)."""
         return self.base.numpy.itemsize if self.base.numpy is not None else 8

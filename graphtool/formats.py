@@ -242,12 +242,14 @@ def _first_text_field(data: bytes) -> str | None:
 
 # --- wire format ----------------------------------------------------------------------------------
 
-def _walk(data: bytes, limit: int = 4096):
+def _walk(data: bytes | memoryview, limit: int = 4096):
     """The top-level (field number, wire type, value) of a protobuf message, or None when the bytes
     are not a well-formed message. Values of length-delimited fields are memoryviews, others ints.
     Only the first `limit` fields are read: the shape of a file shows in its first fields."""
     data = memoryview(data)   # values are slices without copies (a GraphDef may be large)
-    fields, pos, end = [], 0, len(data)
+    fields: list[tuple[int, int, int | memoryview]] = []
+    value: int | memoryview
+    pos, end = 0, len(data)
     try:
         while pos < end and len(fields) < limit:
             key, pos = _varint(data, pos)
@@ -273,7 +275,7 @@ def _walk(data: bytes, limit: int = 4096):
     return fields
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
+def _varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
     result = shift = 0
     while True:
         byte = data[pos]

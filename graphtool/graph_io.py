@@ -62,7 +62,8 @@ def read_bounded(handle: BinaryIO, source: str, limit: int | None = None) -> byt
         size_hint = 0
     if size_hint > limit:
         raise _too_big(source, limit, size_hint)
-    chunks, total = [], 0
+    chunks: list[bytes] = []
+    total = 0
     while True:
         # Ask for one byte more than the bound allows: receiving it is the proof of "too big".
         chunk = handle.read(min(max(size_hint + 1 - total, _CHUNK), limit + 1 - total))

@@ -166,7 +166,8 @@ def _resolve(graph: Graph, option: str, name: str) -> TensorRef:
 
 def _resolve_fetches(graph: Graph, fetches: list[str], info, call_frame: bool):
     """Per fetch its TensorRef (None for a node that must only run), plus those target nodes."""
-    refs, targets = [], []
+    refs: list[TensorRef | None] = []
+    targets: list[Node] = []
     for name in fetches:
         node_name = parse_tensor_name(name.lstrip("^"))[0]
         node = graph.get(node_name)
@@ -332,8 +333,9 @@ def fed_tensor_aliases(graph: Graph, role: str | None = None) -> dict[str, Tenso
     """'node:k' -> the feed node prune made for that tensor (from its `_fed_tensor` attr), and
     'key:0' -> the node standing for a SavedModel signature input (role "feed") or output (role
     "fetch") `key`; a signature may use one key for an input and an output. No role: both."""
-    attrs = {"feed": (SIGNATURE_INPUT_ATTR,), "fetch": (SIGNATURE_OUTPUT_ATTR,)}.get(
-        role, (SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUT_ATTR))
+    by_role: dict[str | None, tuple[str, ...]] = {
+        "feed": (SIGNATURE_INPUT_ATTR,), "fetch": (SIGNATURE_OUTPUT_ATTR,)}
+    attrs = by_role.get(role, (SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUT_ATTR))
     aliases = {}
     for node in graph.nodes:
         if node.has_attr(FED_TENSOR_ATTR):

@@ -86,8 +86,9 @@ def _sweep(order: list[Node], result: ShapeResult, overrides, strict: bool) -> b
             ref = TensorRef(node, index)
             if ref in overrides:
                 info = TensorInfo(info.dtype, overrides[ref], None, info.handle)
-            if previous is not None and previous[index] is not None and previous[index].shape != info.shape:
-                info = TensorInfo(info.dtype, relax(previous[index].shape, info.shape), None, info.handle)
+            old = previous[index] if previous is not None else None
+            if old is not None and old.shape != info.shape:
+                info = TensorInfo(info.dtype, relax(old.shape, info.shape), None, info.handle)
                 again = True
             result.info[ref] = info
     return again

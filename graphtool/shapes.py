@@ -4,9 +4,13 @@
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Sized
+from typing import TYPE_CHECKING, Iterable, Iterator, cast
 
 from .proto.tensor_shape_pb2 import TensorShapeProto
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs   # typing.TypeIs from Python 3.13
 
 
 class ShapeError(ValueError):
@@ -26,7 +30,7 @@ class Shape:
         if dims is None:
             self.dims = None
         else:
-            if hasattr(dims, "__len__") and len(dims) > MAX_RANK:
+            if isinstance(dims, Sized) and len(dims) > MAX_RANK:
                 raise ShapeError(f"a shape of rank {len(dims)} is above TensorFlow's maximum rank {MAX_RANK}")
             self.dims = tuple(None if d is None or int(d) < 0 else int(d) for d in dims)
             if len(self.dims) > MAX_RANK:
@@ -42,10 +46,10 @@ class Shape:
         return _SCALAR
 
     @classmethod
-    def unknown_of_rank(cls, rank: int) -> "Shape":
+    def unknown_of_rank(cls, rank: int) -> RankedShape:
         if rank > MAX_RANK:
             raise ShapeError(f"a shape of rank {rank} is above TensorFlow's maximum rank {MAX_RANK}")
-        return cls([None] * rank)
+        return cast("RankedShape", cls([None] * rank))   # built from a list: its rank is known
 
     @classmethod
     def of(cls, value) -> "Shape":
@@ -66,10 +70,12 @@ class Shape:
         return self.dims is not None and all(d is not None for d in self.dims)
 
     def num_elements(self) -> int | None:
-        if not self.fully_defined:
+        if self.dims is None:
             return None
         n = 1
         for d in self.dims:
+            if d is None:
+                return None
             n *= d
         return n
 
@@ -114,7 +120,7 @@ class Shape:
         return "[" + ",".join("?" if d is None else str(d) for d in self.dims) + "]"
 
     # --- combination --------------------------------------------------------------------------
-    def is_compatible_with(self, other: "Shape") -> bool:
+    def is_compatible_with(self, other: "Shape | Iterable[int | None]") -> bool:
         other = Shape.of(other)
         if self.dims is None or other.dims is None:
             return True
@@ -138,8 +144,8 @@ class Shape:
             merged.append(a if a is not None else b)
         return Shape(merged)
 
-    def with_rank(self, rank: int) -> "Shape":
-        if self.dims is None:
+    def with_rank(self, rank: int) -> RankedShape:
+        if not has_rank(self):
             return Shape.unknown_of_rank(rank)
         if len(self.dims) != rank:
             raise ShapeError(f"shape {self} must have rank {rank}")
@@ -177,7 +183,7 @@ _UNKNOWN = Shape(None)
 _SCALAR = Shape(())
 
 
-def broadcast_shapes(a: Shape, b: Shape) -> Shape:
+def broadcast_shapes(a: Shape | Iterable[int | None], b: Shape | Iterable[int | None]) -> Shape:
     """numpy/TensorFlow broadcasting of two static shapes (unknown dims stay unknown unless forced)."""
     a, b = Shape.of(a), Shape.of(b)
     if a.dims is None or b.dims is None:
@@ -185,7 +191,7 @@ def broadcast_shapes(a: Shape, b: Shape) -> Shape:
     rank = max(len(a.dims), len(b.dims))
     pa = (1,) * (rank - len(a.dims)) + a.dims
     pb = (1,) * (rank - len(b.dims)) + b.dims
-    out = []
+    out: list[int | None] = []
     for x, y in zip(pa, pb):
         if x == 1:
             out.append(y)
@@ -197,9 +203,29 @@ def broadcast_shapes(a: Shape, b: Shape) -> Shape:
             # An unknown dim against a known one > 1: the unknown must be 1 or equal to it. Against
             # 0 the unknown could be 1 (giving 0) or 0, but TensorFlow leaves it unknown.
             known = x if y is None else y
-            out.append(known if known > 1 else None)
+            out.append(known if known is not None and known > 1 else None)
         elif x == y:
             out.append(x)
         else:
             raise ShapeError(f"shapes {a} and {b} cannot be broadcast")
     return Shape(out)
+
+
+if TYPE_CHECKING:
+    class RankedShape(Shape):
+        """What `has_rank` narrows a Shape to for the type checker: dims and rank are known."""
+
+        dims: tuple[int | None, ...]
+
+        @property
+        def rank(self) -> int: ...
+
+
+def has_rank(shape: Shape) -> TypeIs[RankedShape]:
+    """`shape.known_rank`, in a form that tells the type checker that `dims` and `rank` are set.
+
+        if not has_rank(data):
+            return Shape.unknown()
+        last = data.dims[data.rank - 1]
+    """
+    return shape.dims is not None

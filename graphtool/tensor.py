@@ -136,7 +136,8 @@ def check_decodable(proto: TensorProto, where: str = "tensor") -> None:
 
 def _storage(dtype: DType) -> np.dtype:
     """The little-endian numpy dtype a tensor of `dtype` is stored as."""
-    return dtype.numpy.newbyteorder("<") if dtype.numpy.byteorder not in "|" else dtype.numpy
+    numpy_dtype = dtype.numpy_dtype
+    return numpy_dtype.newbyteorder("<") if numpy_dtype.byteorder not in "|" else numpy_dtype
 
 
 def to_ndarray(proto: TensorProto, where: str = "tensor") -> np.ndarray:

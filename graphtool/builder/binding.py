@@ -9,7 +9,7 @@ signature's order. Nothing here knows about particular ops: everything comes fro
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, NoReturn, cast
 
 import numpy as np
 
@@ -85,7 +85,7 @@ def _show(value) -> str:
 
 def _signature_attrs(spec: OpSpec) -> set[str]:
     """The type, type-list and length attrs that the input and output args refer to."""
-    names = set()
+    names: set[str] = set()
     for arg in (*spec.inputs, *spec.outputs):
         names.update(n for n in (arg.type_attr, arg.number_attr, arg.type_list_attr) if n)
     return names
@@ -109,7 +109,8 @@ class _Binder:
         self.where = f"node '{node_name}' ({spec.name})"
         self.dtype_of = dtype_of
         self.make_const = make_const
-        self.known: dict[str, object] = {}
+        # The value of each type (DType), number (int) or type-list (list[DType]) attr learnt so far.
+        self.known: dict[str, Any] = {}
         # Attrs the caller gave that inputs also determine: the inputs are checked against them.
         self.explicit_types = {}
         for name in _signature_attrs(spec):
@@ -117,7 +118,7 @@ class _Binder:
                 self.explicit_types[name] = _normalize_signature_attr(spec.attrs[name].kind, explicit[name])
         self.known.update(self.explicit_types)
 
-    def fail(self, message: str, error=GraphBuildError):
+    def fail(self, message: str, error=GraphBuildError) -> NoReturn:
         raise error(f"{self.where}: {message}")
 
     def agree(self, attr: str, value, arg: ArgSpec) -> None:
@@ -188,8 +189,8 @@ class _Binder:
             if known is not None:
                 return known
             attr = self.spec.attrs[arg.type_attr]
-            return attr.default if attr.has_default else None
-        listed = self.known.get(arg.type_list_attr)
+            return cast("DType | None", attr.default) if attr.has_default else None
+        listed = None if arg.type_list_attr is None else self.known.get(arg.type_list_attr)
         return listed[position] if listed is not None and position < len(listed) else None
 
     def bind(self, inputs) -> BoundInputs:

@@ -23,8 +23,9 @@ from contextlib import contextmanager
 
 from ..ir import Node, TensorRef
 from ..shape_inference import TensorInfo
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from .binding import GraphBuildError, is_tensor
+from .core import BuilderCore
 from .tensor_array import TensorArray
 
 _ENTER_OPS = ("Enter", "RefEnter")
@@ -56,9 +57,10 @@ class _Context:
     def adopt(self, node: Node) -> None:
         """Called for each node built in this context (after its inputs were brought in)."""
 
-    def _add_pivot_if_sourceless(self, node: Node, pivot: Node) -> None:
+    def _add_pivot_if_sourceless(self, node: Node, pivot: Node | None) -> None:
         owned = any(self.builder._node_context.get(c) is self for c in node.control_inputs)
         if not node.inputs and not owned:
+            assert pivot is not None, "a context's pivot is built before any sourceless node in it"
             node.add_control_input(pivot)
 
 
@@ -111,6 +113,7 @@ class WhileLoop(_Context):
         self._add_pivot_if_sourceless(node, self.pivot)
         if node.inputs and not node.control_inputs and all(self._is_loop_constant(r) for r in node.inputs):
             # Reading only loop constants, the node would run once; tie it to the iterations.
+            assert self.pivot is not None, "the loop's pivot is built before its body"
             node.add_control_input(self.pivot)
 
     def _is_loop_constant(self, ref: TensorRef) -> bool:
@@ -119,7 +122,7 @@ class WhileLoop(_Context):
                 and node.attr("frame_name") == self.frame_name)
 
 
-class ControlFlowOps:
+class ControlFlowOps(BuilderCore):
     """cond / while_loop / tensor_array for GraphBuilder."""
 
     def cond(self, pred: TensorRef, true_fn, false_fn, name: str = "cond"):
@@ -283,11 +286,11 @@ class ControlFlowOps:
 
 def _at_least_as_specific(shape: Shape, invariant: Shape) -> bool:
     """True when every dim the invariant fixes is the same in `shape`."""
-    if not invariant.known_rank:
+    if not has_rank(invariant):
         return True
-    if not shape.known_rank or shape.rank != invariant.rank:
+    if not has_rank(shape) or shape.rank != invariant.rank:
         return False
-    return all(want is None or have == want for have, want in zip(shape.dims, invariant.dims))
+    return all(want is None or have == want for have, want in zip(shape, invariant))
 
 
 def _is_sequence(value) -> bool:

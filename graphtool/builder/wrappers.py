@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..shapes import Shape
+from .core import BuilderCore
 
 
 def _spatial(value, data_format: str) -> list[int]:
@@ -20,7 +21,7 @@ def _spatial(value, data_format: str) -> list[int]:
     return [1, 1, *value] if data_format == "NCHW" else [1, *value, 1]
 
 
-class OpWrappers:
+class OpWrappers(BuilderCore):
     """Convenience methods mixed into GraphBuilder."""
 
     # --- sources --------------------------------------------------------------------------------

@@ -144,9 +144,9 @@ class BundleReader:
         if actual != unmask(entry.crc32c):
             raise CheckpointError(f"{path}: checksum mismatch for tensor '{key}' (stored "
                                   f"{unmask(entry.crc32c):#010x}, computed {actual:#010x}): the file is corrupt")
-        storage = entry.dtype.numpy.newbyteorder(">" if self.big_endian else "<") \
-            if entry.dtype.numpy.itemsize > 1 else entry.dtype.numpy
-        return np.frombuffer(raw, dtype=storage).astype(entry.dtype.numpy).reshape(entry.shape)
+        numpy_dtype = entry.dtype.numpy_dtype
+        storage = numpy_dtype.newbyteorder(">" if self.big_endian else "<") if numpy_dtype.itemsize > 1 else numpy_dtype
+        return np.frombuffer(raw, dtype=storage).astype(numpy_dtype).reshape(entry.shape)
 
     def _assemble(self, entry: BundleEntry, wanted: list[tuple[int, int]]) -> np.ndarray:
         """The region `wanted` ((start, length) per dim) of a partitioned tensor, copied from the

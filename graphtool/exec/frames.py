@@ -11,6 +11,10 @@ are cleared when a node runs, so values are released after their last consumer.
 """
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
 from . import sequential_loop
 from .dead import DEAD
 from .plan import ENTER, EXIT, MERGE, NEXT_ITERATION, FrameTemplate, Item
@@ -47,7 +51,7 @@ class FrameState:
         self.outstanding_iterations = 1
         self.pending_enters = template.num_enters
         self.live_enters = 0
-        self.loop_invariants: list[tuple[Item, object]] = []
+        self.loop_invariants: list[tuple[Item, Sequence]] = []   # (Enter, its outputs)
         self.next_iter_roots: list[tuple[Item, tuple]] = []
         self.dead_exits: list[Item] = []
         self.iterations_run = 1
@@ -59,6 +63,17 @@ class FrameDelivery:
     that the ready loop finishes a live ordinary node itself when no recorder hooks `_finish`),
     delivery into consumers' input slots, and the frames and iterations the values live in.
     Mixed into step.Step, whose attributes it uses (ready, marks, fetch_slots, results, ...)."""
+
+    # Set by executor._Step.__init__ (declared here for the type checker; no defaults).
+    ready: deque
+    marks: bytearray
+    fetch_slots: dict[Item, list[tuple[int, int]]]
+    results: list
+    fetched: list[bool]
+    targets_done: set[Item]
+    nodes_executed: int
+    sequential_loops: bool
+    stats: Any   # executor.StepStats (not imported: executor imports this module); uses .iterations
 
     # --- delivering outputs -------------------------------------------------------------------
     def _finish(self, tagged, outputs, is_dead: bool) -> None:
@@ -110,8 +125,10 @@ class FrameDelivery:
             self.targets_done.add(item)
 
     def _enter(self, item: Item, outputs, is_dead: bool, frame: "FrameState", it: int) -> None:
-        child = self._child_frame(frame, it, item.child_frame)
-        loop = item.child_frame.sequential
+        template = item.child_frame
+        assert template is not None   # the plan gives every Enter the frame it enters
+        child = self._child_frame(frame, it, template)
+        loop = template.sequential
         if loop is not None and self.sequential_loops:   # run whole once every Enter has come
             if child.entered is None:
                 child.entered = []
@@ -140,6 +157,7 @@ class FrameDelivery:
         Exits' values to the parent iteration; with a dead Enter value, or a node of the loop that
         is a target of the step, count it the usual way instead."""
         entered, child.entered = child.entered, None
+        assert entered is not None   # called once the last Enter has added its value
         marks = self.marks
         if any(dead for _, _, dead in entered) or any(marks[i] & TARGET for i in loop.item_ids):
             child.pending_enters = child.template.num_enters
@@ -285,6 +303,7 @@ class FrameDelivery:
 
     def _delete_frame(self, frame: FrameState) -> None:
         parent, parent_iter = frame.parent, frame.parent_iter
+        assert parent is not None   # the root frame is never deleted (see _cleanup)
         name = frame.template.name
         self.stats.iterations[name] = self.stats.iterations.get(name, 0) + frame.iterations_run
         state = parent.iterations[parent_iter]

@@ -100,6 +100,7 @@ def local_device(name: str, gpu_double: bool) -> Device:
     """The Device for a canonical device name on this machine; DeviceUnavailable (exit 4) for a
     remote job or a device type/GPU that is not here."""
     parsed = parse_device_name(name).completed()
+    assert parsed.index is not None   # completed() fills every field
     if (parsed.job, parsed.replica, parsed.task) != (DEFAULT_JOB, 0, 0):
         raise DeviceUnavailable(f"device '{name}' is not on this machine",
                                 hint="only /job:localhost/replica:0/task:0 devices run locally")
@@ -246,9 +247,12 @@ class MultiDeviceExecutor:
     def _step_error(self, rendezvous: Rendezvous) -> BaseException:
         """The first failure, with the device it happened on added to its message."""
         error = rendezvous.error
+        assert error is not None   # called once the step has failed
         if not isinstance(error, DftoolError) or rendezvous.origin is None:
             return error
-        tagged = type(error)(f"{error} (on {short_device_name(rendezvous.origin)})", hint=error.hint)
+        origin = rendezvous.origin
+        assert isinstance(origin, str)   # this runner's participants are its parts' device names
+        tagged = type(error)(f"{error} (on {short_device_name(origin)})", hint=error.hint)
         tagged.__cause__ = error.__cause__
         return tagged
 

@@ -104,6 +104,7 @@ class Rendezvous:
                     self._waiting[participant] += 1
                 return
             if error is None:
+                assert values   # (returned above when nothing had been sent)
                 value, is_dead = values.popleft()
                 if not values:
                     del self._values[key]
@@ -159,8 +160,8 @@ class Rendezvous:
 
     def _deadlock_error(self) -> RuntimeFailure | None:
         """Called with the lock held: the error to abort with when nobody can make progress."""
-        if self._error is not None or not self._blocked:
-            return None
+        if self._error is not None or not self._blocked or self._participants is None:
+            return None   # (only named participants are ever blocked)
         if len(self._blocked) + len(self._finished) < len(self._participants):
             return None
         missing = [describe_key(key) for key in self._waiters]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import Callable, Hashable, TypeVar
+from typing import Callable, Hashable, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -62,7 +62,7 @@ class ResourceContainer:
             resource = self._resources.get(key)
             if resource is None:
                 resource = self._resources[key] = create()
-            return resource
+            return cast(T, resource)   # what `create` made for this key (keys name their kind)
 
 
 _current = threading.local()

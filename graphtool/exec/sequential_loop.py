@@ -48,6 +48,7 @@ def prepare(plan: Plan) -> None:
     enters: dict[str, list[Item]] = {}
     for item in plan.items:
         if item.kind == ENTER:
+            assert item.child_frame is not None   # the plan gives every Enter the frame it enters
             enters.setdefault(item.child_frame.name, []).append(item)
     for template in plan.frames.values():
         if template.parent is not None and template.sequential_reason is None:
@@ -109,7 +110,8 @@ class _Program:
                 self.index_slots.append((index_slot, merge.value_indices[_input_position(merge, loop.enter_of[merge])],
                                          merge.value_indices[_input_position(merge, loop.next_of[merge])]))
         self.merge_enters = [loop.enter_of[merge] for merge in loop.merges]
-        self.cond, self.body = [], []
+        self.cond: list[tuple] = []   # (item, count, single_in, getter, single_out, out_pairs, heavy)
+        self.body: list[tuple] = []
         self.exits: list[tuple[Item, int]] = []
         for item in loop.order:
             kind = item.kind
@@ -191,7 +193,8 @@ def analyse(plan: Plan, template: FrameTemplate, enters: list[Item]) -> "Sequent
 
     # The frame's nodes in topological order (Merges first: their NextIteration input is the back
     # edge), and the part of an iteration each belongs to.
-    waiting, consumers = {}, {item: [] for item in template.items}
+    waiting: dict[Item, int] = {}
+    consumers: dict[Item, list[Item]] = {item: [] for item in template.items}
     for item in template.items:
         if item.kind == MERGE:
             waiting[item] = 0
@@ -290,7 +293,7 @@ def run(step, loop: SequentialLoop, frame, entered: list) -> tuple[list, int, _P
     program run), or None when a kernel or the deadline failed the step (step.error is set)."""
     shortcuts = step.streams is None and not step.check_numerics
     program = loop.program(shortcuts, step.plan.item_of)
-    values = [None] * program.num_slots
+    values: list = [None] * program.num_slots
     for slot, value in program.fixed:
         values[slot] = value
     entered_value = {item: outputs[0] for item, outputs, _ in entered}
@@ -338,6 +341,7 @@ def run(step, loop: SequentialLoop, frame, entered: list) -> tuple[list, int, _P
 def _run_part(step, entries: list, values: list, compute) -> Item | None:
     """Run one part of an iteration; the node that failed (step.error set), or None."""
     for item, count, single_in, getter, single_out, out_pairs, heavy in entries:
+        inputs: tuple
         if count == 1:
             inputs = (values[single_in],)
         elif count:

@@ -247,7 +247,7 @@ def transfer_pairs(stats: StepStats) -> list[tuple[NodeExecution, NodeExecution]
         side = sends if execution.op in SEND_OPS else recvs if execution.op in RECV_OPS else None
         if side is not None:
             side.setdefault(execution.rendezvous, []).append(execution)
-    pairs = []
+    pairs: list[tuple[NodeExecution, NodeExecution]] = []
     for key, senders in sends.items():
         senders.sort(key=lambda n: n.start_ns)
         receivers = sorted(recvs.get(key, ()), key=lambda n: n.end_ns)

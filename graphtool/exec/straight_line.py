@@ -29,7 +29,7 @@ import time
 from operator import itemgetter
 
 from ..errors import RuntimeFailure
-from .plan import BIG_INPUT, CONTROL_TRIGGER, FED, NORMAL, Plan, call_kernel
+from .plan import BIG_INPUT, CONTROL_TRIGGER, FED, NORMAL, Item, Plan, call_kernel
 
 _NO_SLOT = -1
 
@@ -55,7 +55,7 @@ class Schedule:
         self.outputs_of = outputs_of     # item id -> ((port, slot), ...) for kernels on the pool
 
 
-def static_order(plan: Plan) -> list[tuple[object, bool]]:
+def static_order(plan: Plan) -> list[tuple[Item, bool]]:
     """(item, another node is ready beside it) in a topological order that runs nodes after as
     few expensive kernels as their dependencies allow: independent expensive kernels all start
     before the first node that needs one of their results."""
@@ -82,7 +82,7 @@ def static_order(plan: Plan) -> list[tuple[object, bool]]:
     return order
 
 
-def compile_schedule(plan: Plan, order: list, fetches: list[tuple[object, int]]) -> Schedule:
+def compile_schedule(plan: Plan, order: list, fetches: list[tuple[Item, int]]) -> Schedule:
     """The slot layout of `order` when `fetches` ((item, port) pairs) must survive the step."""
     fetched = {(item.id, port) for item, port in fetches}
     uses = {}
@@ -103,7 +103,7 @@ def compile_schedule(plan: Plan, order: list, fetches: list[tuple[object, int]])
             uses[key] -= 1
             if uses[key] == 0 and key not in fetched:
                 freed.append(slot_of[key])
-        out_pairs = []
+        pairs: list[tuple[int, int]] = []
         for port in range(item.num_outputs):
             if (item.id, port) not in uses:
                 continue   # nobody reads it: not stored
@@ -114,9 +114,9 @@ def compile_schedule(plan: Plan, order: list, fetches: list[tuple[object, int]])
             else:
                 slot, num_slots = num_slots, num_slots + 1
             slot_of[item.id, port] = slot
-            out_pairs.append((port, slot))
+            pairs.append((port, slot))
         free.extend(freed)
-        out_pairs = tuple(out_pairs)
+        out_pairs = tuple(pairs)
         single_out = out_pairs[0][1] if item.num_outputs == 1 and out_pairs else _NO_SLOT
         count = len(in_slots)
         entries.append((item, item.kind, count, in_slots[0] if count == 1 else _NO_SLOT,
@@ -146,7 +146,7 @@ class _Pending:
 def run(step, schedule: Schedule) -> list | None:
     """Run `step` (a step.Step) along `schedule`; the fetched values, or None when the step
     failed (step.error is set, kernels may still be on the pool: the caller drains them)."""
-    values = [None] * schedule.num_slots
+    values: list = [None] * schedule.num_slots
     compute = step._compute
     direct = step.streams is None and not step.check_numerics
     feeds, pool, root = step.feeds, step.pool, step.root_frame()
@@ -161,6 +161,7 @@ def run(step, schedule: Schedule) -> list | None:
             return None
         item, kind, count, single_in, getter, single_out, out_pairs, freed, overlaps = entry
         if kind == NORMAL:
+            inputs: tuple
             if count == 1:
                 inputs = (values[single_in],)
             elif count:

@@ -144,7 +144,7 @@ def _is_pass_through(item: Item) -> bool:
 def _pass_through_sets(items: list[Item], item_of: dict[str, Item]) -> dict[int, set[int]]:
     """For each pass-through item, the kernel-running items whose values may flow through it.
     Loops make cycles (Merge <- NextIteration), so iterate to a fixed point."""
-    through = {item.id: set() for item in items if _is_pass_through(item)}
+    through: dict[int, set[int]] = {item.id: set() for item in items if _is_pass_through(item)}
     changed = True
     while changed:
         changed = False

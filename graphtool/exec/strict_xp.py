@@ -39,7 +39,7 @@ class DeviceArray:
 
     __slots__ = ("_host_view", "__weakref__")
     __array_priority__ = 100
-    __hash__ = None     # arrays are unhashable, as cupy's are
+    __hash__ = None   # type: ignore[assignment]  # arrays are unhashable, as cupy's are (mypy wants a method)
 
     def __init__(self, array: np.ndarray):
         if array.dtype.kind not in _CUPY_DTYPE_KINDS:

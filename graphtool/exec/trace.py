@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from typing import Any
 
 from .. import graph_io
 from .step_stats import DeviceStats, NodeExecution, StepStats, transfer_pairs
@@ -97,7 +98,7 @@ def _assign_tracks(device: DeviceStats) -> list[tuple[str, list[NodeExecution]]]
 
 
 def _complete_event(execution: NodeExecution, pid: int, tid: int) -> dict:
-    args = {"name": execution.name, "op": execution.op, "inputs": list(execution.inputs)}
+    args: dict[str, Any] = {"name": execution.name, "op": execution.op, "inputs": list(execution.inputs)}
     if execution.frame:
         args["frame"], args["iteration"] = execution.frame, execution.iteration
     if execution.dead:

@@ -57,9 +57,8 @@ def inline_body(host: Graph, body: FunctionBody, inputs: list[TensorRef], contro
         mapping[node] = new
     for node in copied:   # colocation with a body node means its inlined copy
         if "_class" in node.attrs:
-            groups = class_entries(node)
-            renamed = [_LOC + mapping[body.graph.get(g[len(_LOC):])].name
-                       if g.startswith(_LOC) and body.graph.get(g[len(_LOC):]) in mapping else g for g in groups]
+            groups = class_entries(node) or []   # (a list: the node has the attr)
+            renamed = [_inlined_entry(g, body.graph, mapping) for g in groups]
             if renamed != groups:
                 mapping[node].set_attr("_class", renamed, "list(string)")
     for node in copied:
@@ -88,3 +87,12 @@ def _anchor(host: Graph, body: FunctionBody, result: InlinedBody, controls: list
             result.anchor = host.add_node("NoOp", host.unique_name(f"{scope}/input_control_node"),
                                           control_inputs=waits, device=device)
     return result.anchor
+
+
+def _inlined_entry(entry: str, body_graph, mapping: dict[Node, Node]) -> str:
+    """A `_class` entry of a body node: `loc:@X` names X's inlined copy where X was copied."""
+    if entry.startswith(_LOC):
+        original = body_graph.get(entry[len(_LOC):])
+        if original is not None and original in mapping:
+            return _LOC + mapping[original].name
+    return entry

@@ -7,6 +7,7 @@ the adjoint of writing at indices is reading there (GatherNd); index inputs get 
 from __future__ import annotations
 
 from ..errors import RuntimeFailure
+from ..shapes import has_rank
 from .op_utils import (INDEX, as_int32, emit, grad_or_zeros, input_shape_tensor, int_const, mul, neg,
                        scalar, static_value, total)
 from .registry import GradContext, gradient
@@ -197,7 +198,7 @@ def _top_k_grad(ctx, grads):
     b = ctx.b
     values_grad = grad_or_zeros(ctx, grads, 0)
     shape = ctx.input_shape(0)
-    if shape.known_rank and shape[-1] is not None:
+    if has_rank(shape) and shape[-1] is not None:
         depth = int_const(b, shape[-1])
     else:
         depth = emit(ctx, "StridedSlice", emit(ctx, "Shape", ctx.input(0), out_type=INDEX), int_const(b, [-1]),

@@ -39,7 +39,8 @@ class CondBranch:
 
     def chain(self) -> list["CondBranch"]:
         """This branch and every enclosing one, outermost first."""
-        found, branch = [], self
+        found: list[CondBranch] = []
+        branch: CondBranch | None = self
         while branch is not None:
             found.append(branch)
             branch = branch.outer

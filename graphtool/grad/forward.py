@@ -72,7 +72,7 @@ class ForwardInfo:
 
 def is_ancestor(outer: Frame, inner: Frame) -> bool:
     """True when `inner` is `outer` or nested in it."""
-    frame = inner
+    frame: Frame | None = inner
     while frame is not None:
         if frame is outer:
             return True
@@ -84,6 +84,7 @@ def child_toward(outer: Frame, inner: Frame) -> Frame:
     """The child frame of `outer` that contains `inner` (a proper descendant of `outer`)."""
     frame = inner
     while frame.parent is not outer:
+        assert frame.parent is not None, "`outer` is not an ancestor of `inner`"
         frame = frame.parent
     return frame
 
@@ -123,7 +124,7 @@ def _stack_of(node: Node) -> Node:
 def nodes_reached_from(info: ForwardInfo, xs: list[TensorRef]) -> set[Node]:
     """The nodes that read some x through floating values (directly or not)."""
     reached: set[Node] = set()
-    queue = deque()
+    queue: deque[Node] = deque()
 
     def follow(ref: TensorRef) -> None:
         for consumer, _slot in ref.node.uses(ref.index):

@@ -46,6 +46,7 @@ class LoopVar:
     @property
     def result(self) -> TensorRef:
         """What the body computes for the next iteration."""
+        assert self.next_iteration is not None, "the loop is still being built"
         return self.next_iteration.inputs[0]
 
 

@@ -1,6 +1,7 @@
 """Gradients of the matrix products: MatMul, BatchMatMul V1-V3 and Einsum."""
 from __future__ import annotations
 
+from ..shapes import has_rank
 from .op_utils import INDEX, int_const
 from .registry import GradContext, gradient
 
@@ -100,7 +101,7 @@ def _label_dims(ctx: GradContext, k: int, labels: list[str], wanted: list[str]):
         position = labels.index(label)
         after_ellipsis = ELLIPSIS in labels and position > labels.index(ELLIPSIS)
         axes.append(position - len(labels) if after_ellipsis else position)
-    if shape.known_rank and all(shape[axis] is not None for axis in axes):
+    if has_rank(shape) and all(shape[axis] is not None for axis in axes):
         return int_const(ctx.b, [shape[axis] for axis in axes])
     b = ctx.b
     dynamic_shape = b.op("Shape", [ctx.input(k)], out_type=INDEX)

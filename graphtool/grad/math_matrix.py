@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..shapes import has_rank
 from .op_utils import emit, int_const
 from .registry import gradient
 
@@ -28,7 +29,7 @@ def _matmul(ctx, a, b, adj_a=False, adj_b=False):
 
 def _rank(ctx, ref) -> int:
     shape = ctx.b.shape(ref)
-    if not shape.known_rank:
+    if not has_rank(shape):
         raise ValueError(f"the gradient of {ctx.node.op} node '{ctx.node.name}' needs its operand's rank")
     return shape.rank
 
@@ -131,7 +132,7 @@ def _qr_grad(ctx, grads):
     """TensorFlow's formula for square and tall inputs (reduced Q)."""
     q, r = ctx.output(0), ctx.output(1)
     shape = ctx.input_shape(0)
-    rows, cols = (shape[-2], shape[-1]) if shape.known_rank else (None, None)
+    rows, cols = (shape[-2], shape[-1]) if has_rank(shape) else (None, None)
     if rows is None or cols is None or rows < cols or (ctx.attr("full_matrices") and rows > cols):
         raise ValueError(f"the gradient of Qr node '{ctx.node.name}' is implemented for matrices with "
                          f"statically known rows >= cols (and full_matrices=False unless square), "
@@ -170,7 +171,7 @@ def _svd_grad(ctx, grads):
         _, u, v = emit(ctx, "Svd", a, compute_uv=True, full_matrices=False)
         return [_matmul(ctx, u, _matmul(ctx, grad_s_mat, v, adj_b=True))]
     shape = ctx.input_shape(0)
-    m, n = (shape[-2], shape[-1]) if shape.known_rank else (None, None)
+    m, n = (shape[-2], shape[-1]) if has_rank(shape) else (None, None)
     if m is None or n is None:
         raise ValueError(f"the gradient of Svd node '{ctx.node.name}' needs its matrix dims statically, "
                          f"has {shape}")
@@ -260,7 +261,7 @@ def _matrix_solve_ls_grad(ctx, grads):
                          f"(as in TensorFlow)")
     a, b, grad = ctx.input(0), ctx.input(1), grads[0]
     shape = ctx.input_shape(0)
-    rows, cols = (shape[-2], shape[-1]) if shape.known_rank else (None, None)
+    rows, cols = (shape[-2], shape[-1]) if has_rank(shape) else (None, None)
     if rows is None or cols is None:
         raise ValueError(f"the gradient of MatrixSolveLs node '{ctx.node.name}' needs its matrix dims "
                          f"statically, has {shape}")
@@ -347,8 +348,9 @@ def _split_fft_op(op: str) -> tuple[str, int]:
 
 def _transformed_dims(ctx, ref, rank: int) -> list[int]:
     shape = ctx.b.shape(ref)
-    dims = shape.as_list()[-rank:] if shape.known_rank else [None]
-    if None in dims:
+    tail = shape.as_list()[-rank:] if has_rank(shape) else [None]
+    dims = [d for d in tail if d is not None]
+    if len(dims) != len(tail):
         raise ValueError(f"the gradient of {ctx.node.op} node '{ctx.node.name}' needs the sizes of the "
                          f"transformed dims statically, has {shape}")
     return dims

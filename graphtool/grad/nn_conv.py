@@ -9,6 +9,7 @@ kernels with the roles exchanged.
 from __future__ import annotations
 
 from ..errors import RuntimeFailure
+from ..shapes import has_rank
 from .op_utils import INDEX, emit, grad_or_zeros, input_shape_tensor, int_const, static_value, zeros_like
 from .registry import GradContext, gradient
 
@@ -28,7 +29,7 @@ _CONVOLUTIONS = {
 _FORWARD_OF = {kernel: forward for forward, (inp, filt, _) in _CONVOLUTIONS.items() for kernel in (inp, filt)}
 
 
-def _conv_family(op: str) -> tuple[str, str, str, dict]:
+def _conv_family(op: str) -> tuple[str, str, str, tuple[str, ...]]:
     forward = _FORWARD_OF.get(op, op)
     backprop_input, backprop_filter, extra = _CONVOLUTIONS[forward]
     return forward, backprop_input, backprop_filter, extra
@@ -194,7 +195,7 @@ def _lrn_grad(ctx, grads):
 def _spatial_size(ctx: GradContext, i: int):
     """Forward input i's [height, width] (NHWC) as an int32 vector."""
     shape = ctx.input_shape(i)
-    if shape.known_rank and shape[1] is not None and shape[2] is not None:
+    if has_rank(shape) and shape[1] is not None and shape[2] is not None:
         return int_const(ctx.b, [shape[1], shape[2]])
     full = emit(ctx, "Shape", ctx.input(i), out_type=INDEX)
     return emit(ctx, "Slice", full, int_const(ctx.b, [1]), int_const(ctx.b, [2]))

@@ -164,7 +164,7 @@ class GradContext:
         sx = b.op("Shape", [self.input(0)], out_type=_index_dtype())
         sy = b.op("Shape", [self.input(1)], out_type=_index_dtype())
         rx, ry = b.op("BroadcastGradientArgs", [sx, sy])
-        reduced = []
+        reduced: list[TensorRef | None] = []
         for grad, axes, shape in ((grad_x, rx, sx), (grad_y, ry, sy)):
             if grad is None:
                 reduced.append(None)

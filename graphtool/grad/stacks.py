@@ -152,9 +152,10 @@ class GradLoopState:
 
     def _enter_chain(self, handle: TensorRef, top_frame: Frame) -> TensorRef:
         """`handle` entered as a loop constant into each frame from the top one down to F."""
-        path = []
-        frame = self.frame
+        path: list[Frame] = []
+        frame: Frame | None = self.frame
         while frame is not top_frame:
+            assert frame is not None, "the top frame encloses this one"
             path.append(frame)
             frame = frame.parent
         run = self.run

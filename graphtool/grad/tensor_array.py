@@ -16,8 +16,14 @@ Stacks only exist to save values for backward loops; they carry no gradients.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..ir import TensorRef
+from ..shapes import has_rank
 from .registry import GradContext, gradient, not_differentiable
+
+if TYPE_CHECKING:
+    from .walk import DriverGradContext
 
 not_differentiable(
     "TensorArrayV3", "TensorArrayGradV3", "TensorArrayGradWithShape", "TensorArraySizeV3",
@@ -26,7 +32,7 @@ not_differentiable(
 )
 
 
-def _gradient_array(ctx: GradContext, flow: TensorRef) -> tuple[TensorRef, TensorRef]:
+def _gradient_array(ctx: DriverGradContext, flow: TensorRef) -> tuple[TensorRef, TensorRef]:
     """(handle, flow) of the gradient array of the forward op's array; the flow is made to wait
     for the gradient array's creation."""
     b = ctx.b
@@ -98,4 +104,4 @@ def _element_shape(ctx: GradContext, i: int, drop: int):
     from ..shapes import Shape
 
     shape = ctx.input_shape(i)
-    return Shape(shape.dims[drop:]) if shape.known_rank else Shape.unknown()
+    return Shape(shape.dims[drop:]) if has_rank(shape) else Shape.unknown()

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ir import TensorRef
+from ..shapes import has_rank
 from .op_utils import INDEX, emit, int_const
 from .registry import GradContext, gradient, not_differentiable
 
@@ -68,7 +69,7 @@ def _row_shape_of_input(ctx: GradContext, i: int) -> TensorRef:
 
 def _static_element_shape(shape) -> np.ndarray:
     """TensorFlow's _build_element_shape of a static shape: dims with -1 unknown, or -1."""
-    if not shape.known_rank:
+    if not has_rank(shape):
         return np.asarray(-1, dtype=INDEX)
     return np.asarray([-1 if d is None else d for d in shape.dims], dtype=INDEX).reshape(-1)
 
@@ -85,7 +86,7 @@ def _element_dtype(ctx: GradContext):
 
 @gradient("TensorListFromTensor")
 def _from_tensor_grad(ctx, grads):
-    count = ctx.input_shape(0)[0] if ctx.input_shape(0).known_rank else None
+    count = ctx.input_shape(0)[0] if has_rank(ctx.input_shape(0)) else None
     tensor_grad = emit(ctx, "TensorListStack", grads[0], _row_shape_of_input(ctx, 0),
                        element_dtype=ctx.input_dtype(0), num_elements=-1 if count is None else count)
     return [tensor_grad, None]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from ..builder.binding import GraphBuildError
 from ..errors import InvalidGraphError, RuntimeFailure
@@ -24,6 +25,9 @@ from .conds import CondBranch, is_loop_merge, is_loop_switch
 from .forward import ForwardInfo, child_toward, is_ancestor
 from .registry import GradContext
 from .unsupported import NO_GRADIENT
+
+if TYPE_CHECKING:
+    from .while_loop import TopScope
 
 Grads = dict[TensorRef, list[TensorRef]]
 
@@ -56,7 +60,7 @@ class Backprop:
         self.on_path = on_path
         self.prefix = prefix
         self.position = {node: i for i, node in enumerate(info.graph.nodes)}
-        self.top = None          # the TopScope, set by the driver
+        self.top: TopScope | None = None   # set by the driver
         self.loops = 0           # backward while loops built
         self.stacks = 0          # forward values saved on stacks
 

@@ -95,7 +95,7 @@ def discover_frames(graph) -> FrameInfo:
                             f"(node '{enter.name}')")
         return frame
 
-    queue = deque()
+    queue: deque[Node] = deque()
     for node in graph.nodes:
         if not node.inputs and not node.control_inputs:
             frame_of[node] = root

@@ -24,7 +24,7 @@ class TensorRef(NamedTuple):
     """Output `index` of `node`. Hashable; two refs to the same output are equal."""
 
     node: "Node"
-    index: int
+    index: int   # type: ignore[assignment]  # the output's index (TensorFlow's name) shadows tuple.index on purpose
 
     @property
     def name(self) -> str:

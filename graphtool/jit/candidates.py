@@ -11,6 +11,8 @@ whose inputs are all static. Inside a cluster they are evaluated with numpy whil
 """
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from .. import dtypes
 from ..ir import Graph, Node
 from ..ops.core import FED_INPUT_OPS
@@ -40,7 +42,8 @@ MAX_EMBEDDED_CONST_ELEMENTS = 1 << 12
 _BAD_DTYPES = {dtypes.string, dtypes.resource}
 
 
-def exclusion_reason(node: Node, fed: set[str], targets: set[str], static: set[Node] = frozenset()) -> str | None:
+def exclusion_reason(node: Node, fed: AbstractSet[str], targets: AbstractSet[str],
+                     static: AbstractSet[Node] = frozenset()) -> str | None:
     """None when `node` may be compiled, else why it stays in the interpreter. A `static` node
     without a lowering may be compiled too: its numpy kernel runs while tracing."""
     op = node.op
@@ -110,7 +113,7 @@ def deadness_signatures(graph: Graph) -> dict[Node, frozenset]:
     nodes may share a cluster only when they are dead together, since a cluster node runs whole.
     A Merge is live when any input is, so it keeps only what all its inputs share."""
     signature: dict[Node, frozenset] = {}
-    empty = frozenset()
+    empty: frozenset = frozenset()
     for node in graph.topological_order():
         sources = []
         for ref in node.inputs:

@@ -16,7 +16,7 @@ import threading
 import time
 import weakref
 from functools import partial
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from ..exec.kernels.registry import kernel
 from ..ir import Graph, TensorRef
 from ..shapes import Shape
 from . import executable_cache, runtime, trace
+
+if TYPE_CHECKING:
+    from ..exec.session import Session
 
 OP = "_JitCluster"
 
@@ -66,7 +69,7 @@ class ClusterProgram:
         self.ops = ops                        # the ops of the nodes it holds (for reports)
         self.key = f"cluster_{next(_counter)}"
         # One callable per input signature (static values, dtypes and shapes), compiled on its first call.
-        self._callables: dict[tuple, object] = {}
+        self._callables: dict[tuple, Callable] = {}
         self._disk_key: bytes | None = None
         self._lock = threading.Lock()
         self.compile_seconds = 0.0
@@ -75,7 +78,7 @@ class ClusterProgram:
         # Outputs that are TensorLists (arrays here): the interpreter gets its TensorList value.
         self.list_outputs = dict(list_outputs or {})   # position -> declared element shape
         self.failure: str | None = None   # why XLA could not compile it (then it is interpreted)
-        self._fallback = None
+        self._fallback: Session | None = None   # the interpreter's run of the body, made on first need
         self._jax_devices: dict = {}
         # Positions (among the non-static inputs) of inputs made by Const nodes, and their device copies.
         static_set = set(static_positions)

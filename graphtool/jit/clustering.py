@@ -16,6 +16,7 @@ Reshape, constants) or of a single op are not worth a compile and stay in the in
 """
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from .. import dtypes
@@ -40,8 +41,8 @@ class Clustering:
     static: set[Node] = field(default_factory=set)   # nodes whose values are known when compiling
 
 
-def find_clusters(graph: Graph, default_device: str = "", fed: set[str] = frozenset(),
-                  targets: set[str] = frozenset(), min_ops: int = MIN_CLUSTER_OPS) -> Clustering:
+def find_clusters(graph: Graph, default_device: str = "", fed: AbstractSet[str] = frozenset(),
+                  targets: AbstractSet[str] = frozenset(), min_ops: int = MIN_CLUSTER_OPS) -> Clustering:
     order = graph.topological_order()
     index = {node: i for i, node in enumerate(order)}
     result = Clustering(static=cand.static_nodes(graph))

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..ir import Graph, TensorRef
 from . import runtime
 from .candidates import TRANSFER_OPS
 from .clustering import find_clusters
 from .rewrite import RewrittenCluster, rewrite_clusters
+
+if TYPE_CHECKING:
+    from .functionalize import FunctionalizeReport
 
 ENV_VAR = "DFTOOL_JIT"
 
@@ -35,7 +38,7 @@ def enabled_by_env() -> bool:
 class JitReport:
     clusters: list[RewrittenCluster] = field(default_factory=list)
     left_out: dict[str, str] = field(default_factory=dict)     # node name -> reason
-    functionalized: object = None                              # functionalize's report, if it ran
+    functionalized: FunctionalizeReport | None = None          # functionalize's report, if it ran
     lowered: object = None                                     # LoweringReport of what stayed out
 
     @property
@@ -128,7 +131,7 @@ def compile_graph(graph: Graph, default_device: str, fetches: set[tuple[str, int
                                                + sorted(fed) + sorted(targets))
     _detach_asserts(graph)
     clustering = find_clusters(graph, default_device, fed, targets)
-    keep = {TensorRef(graph.get(name), port) for name, port in fetches if graph.get(name) is not None}
+    keep = {TensorRef(node, port) for name, port in fetches if (node := graph.get(name)) is not None}
     report.left_out = {node.name: reason for node, reason in clustering.reasons.items()}
     protected = {name for name, _ in fetches} | set(fed) | set(targets)
     report.clusters, moved = rewrite_clusters(graph, clustering.clusters, clustering.static, keep,

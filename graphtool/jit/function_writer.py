@@ -11,6 +11,7 @@ outputs. Instantiating the result gives back an equivalent body.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 
 from .. import attrs as attr_codec
 from ..errors import InvalidGraphError
@@ -53,7 +54,7 @@ def _output_spelling(ref: TensorRef) -> str:
 
 
 def add_function(library, name: str, body: Graph, args: list[Node], retvals: list[Node],
-                 control_outputs: list[Node] = ()) -> FunctionDef:
+                 control_outputs: Sequence[Node] = ()) -> FunctionDef:
     """Append the FunctionDef of `body` called `name` (see function_name) to `library`.
     `args` / `retvals` are the body's `_Arg` / `_Retval` nodes in signature order; their names
     become the signature's arg names, so they must be valid identifiers."""
@@ -87,7 +88,7 @@ def add_function(library, name: str, body: Graph, args: list[Node], retvals: lis
     return fdef
 
 
-def surviving(body: Graph, nodes) -> list[Node]:
+def surviving(body: Graph, nodes: Iterable[Node]) -> list[Node]:
     """The `nodes` still in `body` (a cond functionalized inside it may have absorbed some)."""
     return [n for n in nodes if body.get(n.name) is n]
 

@@ -72,7 +72,7 @@ class BranchStates:
 
     def learn(self, node: Node) -> None:
         """The state of `node` from its inputs' (new nodes are learnt after a conversion)."""
-        state = frozenset()
+        state: frozenset = frozenset()
         if node.op == "ControlTrigger":
             pass   # never dead: it fires once its inputs are done, dead or alive
         elif _is_cond_merge(node):

@@ -159,10 +159,13 @@ def _convert_frame(graph: Graph, frame, shapes: ShapeBook, report) -> None:
         mapping = copy_nodes(body, in_graph_order(graph, nodes), arg_of, machinery, f"loop '{frame.name}' {what}")
         retvals = []
         for k, (ref, arg_index) in enumerate(results):
-            value = args[arg_index].output(0) if ref is None else (
-                TensorRef(mapping[ref.node], ref.index) if ref.node in mapping else arg_of.get(ref))
-            if value is None:
-                raise Unconvertible(f"the {what} returns '{ref.name}' ({ref.node.op}) from the loop machinery")
+            if ref is None:   # a loop invariant, passed through
+                value = args[arg_index].output(0)
+            else:
+                found = TensorRef(mapping[ref.node], ref.index) if ref.node in mapping else arg_of.get(ref)
+                if found is None:
+                    raise Unconvertible(f"the {what} returns '{ref.name}' ({ref.node.op}) from the loop machinery")
+                value = found
             dtype = dtypes.bool_ if what == "cond" else arg_dtypes[k]
             retvals.append(fw.add_retval(body, f"{what}_out_{k}", value, dtype, k))
         from .functionalize_conds import functionalize_conds
@@ -175,7 +178,7 @@ def _convert_frame(graph: Graph, frame, shapes: ShapeBook, report) -> None:
 
     pred = loop_cond.inputs[0]
     cond_name, cond_stateful = build("cond", cond_nodes, [(pred, 0)], [])
-    results = [(v.next_iteration.inputs[0], k) for k, v in enumerate(variables)]
+    results: list[tuple[TensorRef | None, int]] = [(v.next_iteration.inputs[0], k) for k, v in enumerate(variables)]
     results += [(None, len(variables) + j) for j in range(len(invariants))]
     body_name, body_stateful = build("body", body_nodes, results, ordering)
     op = "While" if cond_stateful or body_stateful else "StatelessWhile"

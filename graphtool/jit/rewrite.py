@@ -11,6 +11,7 @@ the body rather than becoming an output. Fetched tensors are renamed: the return
 """
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Callable
 
@@ -32,7 +33,7 @@ class RewrittenCluster:
 
 
 def rewrite_clusters(graph: Graph, clusters: list[list[Node]], static: set[Node], keep: set[TensorRef],
-                     shapes=None, protected: set[str] = frozenset(), *, interpreter: Callable
+                     shapes=None, protected: AbstractSet[str] = frozenset(), *, interpreter: Callable
                      ) -> tuple[list[RewrittenCluster], dict[tuple[str, int], TensorRef]]:
     """Rewrite every cluster; then drop static nodes nothing reads any more (their values were
     copied into the clusters), except the `protected` ones (fetched, fed, targets). `interpreter`
@@ -47,7 +48,7 @@ def rewrite_clusters(graph: Graph, clusters: list[list[Node]], static: set[Node]
     return done, moved
 
 
-def _drop_unread_static(graph: Graph, static: set[Node], protected: set[str]) -> None:
+def _drop_unread_static(graph: Graph, static: set[Node], protected: AbstractSet[str]) -> None:
     pending = [n for n in static if n.graph is graph and n.name in graph]
     while pending:
         node = pending.pop()
@@ -172,7 +173,7 @@ def _static_positions(members, group, static, inputs) -> tuple[int, ...]:
     """Cluster inputs XLA needs as constants: read at a lowering's static slot, directly or
     through static nodes of the cluster (a Pack of a Shape and an input, say)."""
     needed: set[TensorRef] = set()
-    stack = []
+    stack: list[TensorRef] = []
     for node in members:
         lowering = registry.lookup(node.op)
         if lowering is not None:

@@ -55,7 +55,8 @@ def _loop_cond(frame) -> Node:
     return conds[0]
 
 
-def _plan(graph: Graph, stack: Node):
+def _plan(graph: Graph, stack: Node) -> tuple[list[Node], Node, Node, list[Node], list, list, dict]:
+    """(carriers, push, pop, closes, push path, pop path, loop conds): the arguments of _rewrite."""
     if stack.control_uses:
         raise Unconvertible("something waits for the stack's creation")
     carriers, users = [], []
@@ -99,12 +100,12 @@ def _plan(graph: Graph, stack: Node):
     # The backward loop will wait for the forward loop's list: the forward loop must not wait
     # for the backward one.
     downstream: set[Node] = set()
-    pending = list(pop_path[0].enters)
-    while pending:
-        node = pending.pop()
+    waiting: list[Node] = list(pop_path[0].enters)
+    while waiting:
+        node = waiting.pop()
         if node not in downstream:
             downstream.add(node)
-            pending.extend(node.consumers())
+            waiting.extend(node.consumers())
     if any(n in downstream for n in push_path[0].enters + push_path[0].nodes):
         raise Unconvertible("the loop that pops it feeds the loop that pushes it")
     return carriers, push, pop, closes, push_path, pop_path, loop_conds

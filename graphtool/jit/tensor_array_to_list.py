@@ -46,8 +46,8 @@ def tensor_arrays_to_lists(graph: Graph, report, shapes=None) -> None:
         report.converted["TensorArray"] += 1
 
 
-def _plan(array: Node):
-    """(handle carriers, TensorArray ops, flow refs, flow carriers) of one TensorArray."""
+def _plan(array: Node) -> tuple[list[Node], list[Node], list[Node]]:
+    """(handle carriers, TensorArray ops, flow carriers) of one TensorArray."""
     if array.attr("dtype").is_ref:
         raise Unconvertible("its element type is a ref type")
     carriers, ops = [], []
@@ -98,8 +98,8 @@ def _plan(array: Node):
         if strangers:
             raise Unconvertible(f"'{node.name}' ({node.op}) joins its flow with '{strangers[0].name}'")
     for op in ops:
-        slot = _FLOW_SLOT.get(op.op)
-        if slot is not None and op.inputs[slot] not in flow_set:
+        flow_slot = _FLOW_SLOT.get(op.op)   # (None for TensorArrayCloseV3)
+        if flow_slot is not None and op.inputs[flow_slot] not in flow_set:
             raise Unconvertible(f"'{op.name}' ({op.op}) orders itself by another flow than this array's")
     if any(o.op == "TensorArrayScatterV3" for o in ops) and array.attr("dynamic_size", False):
         raise Unconvertible("a scatter into a dynamic-size array")
@@ -150,7 +150,10 @@ def _rewrite(graph: Graph, array: Node, carriers: list[Node], ops: list[Node], f
     element = _element_shape(array, ops, shapes)
     renames = []
     for op in ops:
-        flow = op.inputs[_FLOW_SLOT[op.op]] if op.op in _FLOW_SLOT else None
+        if op.op == "TensorArrayCloseV3":   # nothing to free
+            renames.append((_swap(graph, op, "NoOp", [], {}), op))
+            continue
+        flow = op.inputs[_FLOW_SLOT[op.op]]   # every other supported op orders itself by the flow
         if op.op == "TensorArrayReadV3":
             new = _swap(graph, op, "TensorListGetItem",
                         [flow, op.inputs[1], _shape_const(graph, element, flow.node, f"{op.name}/element_shape")],
@@ -166,10 +169,8 @@ def _rewrite(graph: Graph, array: Node, carriers: list[Node], ops: list[Node], f
         elif op.op == "TensorArrayScatterV3":
             new = _swap(graph, op, "TensorListScatterIntoExistingList", [flow, op.inputs[2], op.inputs[1]],
                         {"element_dtype": dtype})
-        elif op.op == "TensorArraySizeV3":
+        else:   # TensorArraySizeV3
             new = _swap(graph, op, "TensorListLength", [flow], {})
-        else:   # TensorArrayCloseV3: nothing to free
-            new = _swap(graph, op, "NoOp", [], {})
         renames.append((new, op))
     size = array.inputs[0]
     reserve = _swap(graph, array, "TensorListReserve",

@@ -128,6 +128,7 @@ def _run_kernel(node: Node, inputs: list) -> tuple:
     from ..exec.kernels import KernelContext
 
     kernel_def = kernels.lookup(node.op, "CPU")
+    assert kernel_def is not None   # only ops with a CPU kernel are static in a cluster (candidates.py)
     fn = kernels.bind(kernel_def, node)
     ctx = KernelContext(np, node.name, node.op, node.spec.output_dtypes(node), None)
     result = fn(ctx, *inputs)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..shapes import Shape, ShapeError
+from ..shapes import Shape, ShapeError, has_rank
 from . import array_create, array_index, array_select  # noqa: F401  (the rest of the family)
 from .array_common import (INDEX_TYPES_INT32, add_dims, divide_dim, element_count, per_output,
                            knows_nothing, merge_dims, multiply_dims, partial_or_unknown,
@@ -61,10 +61,11 @@ def _rank_value(ctx: InferenceContext):
 
 def _known_product(shape: Shape) -> tuple[int, list[int]]:
     """(product of the known dims, indices of the unknown dims); a zero dim makes the count 0."""
-    if 0 in shape.dims:
+    dims = tuple(shape)   # (callers know the rank)
+    if 0 in dims:
         return 0, []
     product, unknown = 1, []
-    for i, dim in enumerate(shape.dims):
+    for i, dim in enumerate(dims):
         if dim is None:
             unknown.append(i)
         else:
@@ -74,7 +75,7 @@ def _known_product(shape: Shape) -> tuple[int, list[int]]:
 
 def _reshape_shape(ctx: InferenceContext) -> Shape:
     target, source = shape_tensor(ctx, 1), ctx.shape(0)
-    if not target.known_rank or not source.known_rank:
+    if not has_rank(target) or not has_rank(source):
         return target
     out_count, out_unknown = _known_product(target)
     in_count, in_unknown = _known_product(source)
@@ -92,7 +93,7 @@ def _reshape_shape(ctx: InferenceContext) -> Shape:
 
 def _transpose_shape(ctx: InferenceContext) -> Shape:
     data, perm, perm_count = ctx.shape(0), ctx.int_list(1), ctx.shape(1).num_elements()
-    if data.known_rank:
+    if has_rank(data):
         rank = data.rank
     elif perm_count is not None:
         rank = perm_count
@@ -100,7 +101,7 @@ def _transpose_shape(ctx: InferenceContext) -> Shape:
         rank = len(perm)
     else:
         return Shape.unknown()
-    if not data.known_rank and rank < 2:
+    if not has_rank(data) and rank < 2:
         return data  # one perm entry fits a scalar as well as a vector
     data = ctx.with_rank(0, rank)
     merge_dims(ctx.with_rank(1, 1)[0], rank)
@@ -123,7 +124,7 @@ def _transpose_value(ctx: InferenceContext):
 
 def _expand_dims_shape(ctx: InferenceContext) -> Shape:
     axis, data = scalar_int(ctx, 1), ctx.shape(0)
-    if axis is None or not data.known_rank:
+    if axis is None or not has_rank(data):
         return Shape.unknown()
     axis = normalize_axis(ctx, axis, data.rank + 1, "dim")
     return Shape(data.dims[:axis] + (1,) + data.dims[axis:])
@@ -131,7 +132,7 @@ def _expand_dims_shape(ctx: InferenceContext) -> Shape:
 
 def _squeeze_shape(ctx: InferenceContext) -> Shape:
     data = ctx.shape(0)
-    if not data.known_rank:
+    if not has_rank(data):
         return Shape.unknown()
     chosen = {normalize_axis(ctx, axis, data.rank, "squeeze dim")
               for axis in ctx.attr("squeeze_dims")}
@@ -154,7 +155,7 @@ def _squeeze_shape(ctx: InferenceContext) -> Shape:
 def _around_axis(shape: Shape, axis: int) -> tuple[Shape, int | None, Shape]:
     """(dims before `axis`, the dim at `axis`, dims after it); axis may be negative."""
     after = Shape.scalar() if axis == -1 else subshape(shape, axis + 1)
-    return subshape(shape, 0, axis), shape[axis] if shape.known_rank else None, after
+    return subshape(shape, 0, axis), shape[axis] if has_rank(shape) else None, after
 
 
 def _concat_layout(ctx: InferenceContext) -> tuple[range, int]:
@@ -169,7 +170,7 @@ def _concat_shape(ctx: InferenceContext) -> Shape:
     ctx.with_rank(axis_slot, 0)
     axis = scalar_int(ctx, axis_slot)
     if axis is None:
-        rank = next((ctx.shape(i).rank for i in values if ctx.shape(i).known_rank), None)
+        rank = next((ctx.shape(i).rank for i in values if has_rank(ctx.shape(i))), None)
         if rank is None:
             return Shape.unknown()
         if rank == 0:
@@ -195,8 +196,8 @@ def _concat_value(ctx: InferenceContext):
     axis = scalar_int(ctx, axis_slot)
     if axis is None or not may_build(*(ctx.shape(i).num_elements() for i in values)):
         return None
-    parts = [partial_or_unknown(ctx, i) for i in values]
-    if any(p is None for p in parts):
+    parts = [p for p in (partial_or_unknown(ctx, i) for i in values) if p is not None]
+    if len(parts) != len(values):
         return None
     joined = np.concatenate(parts, axis=axis)
     return None if knows_nothing(joined) else joined
@@ -209,15 +210,16 @@ def _concat_offset_shapes(ctx: InferenceContext) -> list[Shape]:
 def _concat_offset_values(ctx: InferenceContext) -> list | None:
     """Where each input starts in the concatenation: 0 except along the axis, where it is the sum
     of the earlier inputs' sizes (known as long as those are)."""
-    shapes = [partial_or_unknown(ctx, i) for i in range(1, ctx.num_inputs)]
+    shapes = [s for s in (partial_or_unknown(ctx, i) for i in range(1, ctx.num_inputs)) if s is not None]
     axis = scalar_int(ctx, 0)
-    if axis is None or any(s is None or s.ndim != 1 for s in shapes):
+    if axis is None or len(shapes) != ctx.num_inputs - 1 or any(s.ndim != 1 for s in shapes):
         return None
     rank = len(shapes[0])
     axis = axis + rank if axis < 0 else axis
     if not 0 <= axis < rank:
         return None
-    offsets, position = [], 0
+    offsets = []
+    position: int | None = 0   # None once an earlier input's size is unknown
     for shape in shapes:
         offset = partial_vector([0] * rank)
         offset[axis] = position
@@ -247,7 +249,7 @@ def _split_shapes(ctx: InferenceContext) -> list[Shape]:
     data = ctx.shape(1)
     axis = _split_axis(ctx, 0, data.rank)
     if axis is None:
-        piece = Shape.unknown_of_rank(data.rank) if data.known_rank else Shape.unknown()
+        piece = Shape.unknown_of_rank(data.rank) if has_rank(data) else Shape.unknown()
     else:
         data = ctx.with_rank_at_least(1, axis + 1)
         try:
@@ -260,7 +262,7 @@ def _split_shapes(ctx: InferenceContext) -> list[Shape]:
 def _split_v_shapes(ctx: InferenceContext) -> list[Shape]:
     data, count = ctx.shape(0), ctx.num_outputs
     axis, sizes = _split_axis(ctx, 2, data.rank), ctx.int_list(1)
-    if not data.known_rank:
+    if not has_rank(data):
         return [Shape.unknown()] * count
     if data.rank == 0:
         ctx.fail("cannot split a scalar")
@@ -301,7 +303,7 @@ def _split_v_values(ctx: InferenceContext) -> list | None:
 
 def _pack_shape(ctx: InferenceContext) -> Shape:
     element = merge_all(ctx)
-    if not element.known_rank:
+    if not has_rank(element):
         return Shape.unknown()
     axis = normalize_axis(ctx, ctx.attr("axis"), element.rank + 1)
     return Shape(element.dims[:axis] + (ctx.num_inputs,) + element.dims[axis:])
@@ -310,8 +312,8 @@ def _pack_shape(ctx: InferenceContext) -> Shape:
 def _pack_value(ctx: InferenceContext):
     if not may_build(*(ctx.shape(i).num_elements() for i in range(ctx.num_inputs))):
         return None
-    parts = [partial_or_unknown(ctx, i) for i in range(ctx.num_inputs)]
-    if any(p is None for p in parts):
+    parts = [p for p in (partial_or_unknown(ctx, i) for i in range(ctx.num_inputs)) if p is not None]
+    if len(parts) != ctx.num_inputs:
         return None
     stacked = np.stack(parts, axis=ctx.attr("axis"))
     return None if knows_nothing(stacked) else stacked
@@ -319,7 +321,7 @@ def _pack_value(ctx: InferenceContext):
 
 def _unpack_shapes(ctx: InferenceContext) -> list[Shape]:
     data = ctx.shape(0)
-    if not data.known_rank:
+    if not has_rank(data):
         return [Shape.unknown()] * ctx.num_outputs
     axis = normalize_axis(ctx, ctx.attr("axis"), data.rank)
     merge_dims(data[axis], ctx.num_outputs)
@@ -335,13 +337,13 @@ def _unpack_values(ctx: InferenceContext) -> list | None:
 
 def _tile_shape(ctx: InferenceContext) -> Shape:
     data, multiples = ctx.shape(0), shape_tensor(ctx, 1)
-    if data.known_rank:
+    if has_rank(data):
         multiples = multiples.with_rank(data.rank)
         merge_dims(ctx.shape(1)[0], data.rank)
-    if not multiples.known_rank:
+    if not has_rank(multiples):
         return Shape.unknown()
     data = ctx.with_rank(0, multiples.rank)
-    return Shape([multiply_dims(d, m) for d, m in zip(data.dims, multiples.dims)])
+    return Shape([multiply_dims(d, m) for d, m in zip(data, multiples.dims)])
 
 
 def _tile_value(ctx: InferenceContext):
@@ -357,7 +359,7 @@ def _tile_value(ctx: InferenceContext):
 
 def _bitcast_shape(ctx: InferenceContext) -> Shape:
     data = ctx.shape(0)
-    if not data.known_rank:
+    if not has_rank(data):
         return Shape.unknown()
     size_in, size_out = ctx.attr("T").itemsize, ctx.attr("type").itemsize
     if size_in == size_out:
@@ -367,12 +369,12 @@ def _bitcast_shape(ctx: InferenceContext) -> Shape:
     data, ratio = ctx.with_rank_at_least(0, 1), size_out // size_in
     if data[-1] is not None and data[-1] != ratio:
         ctx.fail(f"cannot bitcast due to shape: last dimension {data[-1]} does not match {ratio}")
-    return Shape(data.dims[:-1])
+    return data[:-1]
 
 
 def _ensure_shape_shape(ctx: InferenceContext) -> Shape:
     desired = ctx.attr("shape")
-    if not desired.known_rank:
+    if not has_rank(desired):
         # TensorFlow's shape function rejects this (asks for "rank -1"); nothing to check here.
         return ctx.shape(0)
     data = ctx.with_rank(0, desired.rank)

@@ -15,7 +15,7 @@ from functools import partial
 
 import numpy as np
 
-from ..shapes import Shape, ShapeError
+from ..shapes import Shape, ShapeError, has_rank
 from . import registry
 from .inference import InferenceContext, PerOutput
 
@@ -93,7 +93,7 @@ def merge_dims(a, b):
 def subshape(shape: Shape, start: int, end: int | None = None) -> Shape:
     """shape[start:end] with TensorFlow's Subshape rules: negative bounds count from the end,
     bounds past the rank are clamped, and a start past the end is an error."""
-    if not shape.known_rank:
+    if not has_rank(shape):
         return Shape.unknown()
     rank = shape.rank
     stop = rank if end is None else min(end, rank)
@@ -112,7 +112,7 @@ def subshape(shape: Shape, start: int, end: int | None = None) -> Shape:
 
 
 def replace_dim(shape: Shape, index: int, dim) -> Shape:
-    if not shape.known_rank:
+    if not has_rank(shape):
         return shape
     dims = list(shape.dims)
     dims[index] = dim
@@ -121,7 +121,7 @@ def replace_dim(shape: Shape, index: int, dim) -> Shape:
 
 def merge_prefix(shape: Shape, prefix: Shape) -> Shape:
     """`shape` with its leading dims merged with `prefix` (which it must start with)."""
-    if not shape.known_rank or not prefix.known_rank:
+    if not has_rank(shape) or not has_rank(prefix):
         return shape
     if shape.rank < prefix.rank:
         raise ShapeError(f"shape {shape} must have rank at least {prefix.rank}")
@@ -131,7 +131,7 @@ def merge_prefix(shape: Shape, prefix: Shape) -> Shape:
 
 def element_count(shape: Shape) -> int | None:
     """The number of elements when known; a zero dim makes it known (0) despite unknown dims."""
-    if not shape.known_rank:
+    if not has_rank(shape):
         return None
     if 0 in shape.dims:
         return 0
@@ -182,7 +182,7 @@ def partial_vector(items) -> np.ndarray:
 
 def shape_value(shape: Shape) -> np.ndarray | None:
     """The value a Shape op produces for `shape`: its dims, None for unknown ones."""
-    return partial_vector(shape.dims) if shape.known_rank else None
+    return partial_vector(shape.dims) if has_rank(shape) else None
 
 
 def knows_nothing(value: np.ndarray | None) -> bool:
@@ -198,7 +198,8 @@ def partial_or_unknown(ctx: InferenceContext, i: int) -> np.ndarray | None:
     count = element_count(ctx.shape(i))
     if count is None or count > _MAX_PLACEHOLDER_ELEMENTS:
         return None
-    return np.full(ctx.shape(i).dims, None, dtype=object)
+    dims = [d for d in ctx.shape(i) if d is not None]   # all of them: the element count is known
+    return np.full(dims, None, dtype=np.object_)
 
 
 def per_output(values_fn):

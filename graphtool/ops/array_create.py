@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..shapes import Shape, ShapeError, broadcast_shapes
+from ..shapes import Shape, ShapeError, broadcast_shapes, has_rank
 from .array_common import (INDEX_TYPES_INT32, add_dims, per_output, merge_dims, partial_vector,
                            register, scalar_int, shape_tensor, shape_value, subtract_dims)
 from .inference import InferenceContext, element_product, may_build, unchanged
@@ -20,7 +20,7 @@ def _padded(ctx: InferenceContext, data: Shape, combine) -> Shape:
     gradient graphs (Slice's) build paddings from partial shape vectors."""
     paddings = ctx.partial_value(1)
     if paddings is None:
-        return Shape.unknown_of_rank(data.rank) if data.known_rank else Shape.unknown()
+        return Shape.unknown_of_rank(data.rank) if has_rank(data) else Shape.unknown()
     if any(p is not None and p < 0 for p in paddings.ravel()):
         ctx.fail("paddings must be non-negative")
     data = data.with_rank(len(paddings))
@@ -125,7 +125,7 @@ def _constant_like_value(fill: int):
 
 def _broadcast_to_shape(ctx: InferenceContext) -> Shape:
     target, data = shape_tensor(ctx, 1), ctx.shape(0)
-    if not target.known_rank or not data.known_rank:
+    if not has_rank(target) or not has_rank(data):
         return target
     if data.rank > target.rank:
         ctx.fail(f"cannot broadcast a tensor of shape {data} to the lower rank shape {target}")
@@ -149,11 +149,11 @@ def _broadcast_args_shape(ctx: InferenceContext) -> Shape:
 
 
 def _broadcast_args_value(ctx: InferenceContext):
-    shapes = [ctx.partial_value(i) for i in range(2)]
-    if any(s is None for s in shapes):
+    shapes = [s for s in (ctx.partial_value(i) for i in range(2)) if s is not None]
+    if len(shapes) != 2:
         return None
     try:
-        return shape_value(broadcast_shapes(*(Shape(list(s)) for s in shapes)))
+        return shape_value(broadcast_shapes(Shape(list(shapes[0])), Shape(list(shapes[1]))))
     except ShapeError:
         return None  # the kernel reports incompatible shapes when it runs
 
@@ -167,8 +167,8 @@ def _broadcast_gradient_args_shapes(ctx: InferenceContext) -> list[Shape]:
 def _broadcast_gradient_args_values(ctx: InferenceContext) -> list | None:
     """The axes each input was broadcast along. Like TensorFlow's BCast: none for identical
     shapes, otherwise every axis where the 1-extended shape has a 1 (even where both have 1)."""
-    shapes = [ctx.int_list(i) for i in range(2)]
-    if any(s is None for s in shapes):
+    shapes = [s for s in (ctx.int_list(i) for i in range(2)) if s is not None]
+    if len(shapes) != 2:
         return None
     try:
         broadcast_shapes(Shape(shapes[0]), Shape(shapes[1]))

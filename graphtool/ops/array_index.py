@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..shapes import Shape, ShapeError
+from ..shapes import Shape, ShapeError, has_rank
 from .array_common import (INDEX_TYPES, INDEX_TYPES_INT32, element_count, knows_nothing, merge_dims,
                            merge_prefix, partial_or_unknown, register, scalar_int,
                            shape_tensor, subshape, subtract_dims)
@@ -31,9 +31,9 @@ def _slice_shape(ctx: InferenceContext) -> Shape:
     if sizes is None:
         # Partly known sizes: -1 entries are simply unknown dims.
         sizes_shape = shape_tensor(ctx, 2)
-        if sizes_shape.known_rank:
+        if has_rank(sizes_shape):
             return sizes_shape
-        return Shape.unknown_of_rank(data.rank) if data.known_rank else Shape.unknown()
+        return Shape.unknown_of_rank(data.rank) if has_rank(data) else Shape.unknown()
     begin = begin.with_rank(len(sizes))
     dims = []
     for i, size in enumerate(sizes):
@@ -213,7 +213,7 @@ def _strided_slice_shape(ctx: InferenceContext) -> Shape:
         ctx.fail(f"begin, end and strides must have the same length, got {ctx.shape(1)}, "
                  f"{ctx.shape(2)} and {ctx.shape(3)}")
     strides = ctx.int_list(3)
-    if not data.known_rank or spec_length is None or strides is None:
+    if not has_rank(data) or spec_length is None or strides is None:
         return Shape.unknown()
     plan = plan_strided_slice(ctx, data.dims, ctx.int_list(1), ctx.int_list(2), strides,
                                SliceMasks.of(ctx))
@@ -246,14 +246,14 @@ def _gather_v2_shape(ctx: InferenceContext) -> Shape:
     ctx.with_rank(2, 0)
     axis = scalar_int(ctx, 2)
     if axis is None:
-        if params.known_rank and indices.known_rank:
+        if has_rank(params) and has_rank(indices):
             return Shape.unknown_of_rank(params.rank + indices.rank - 1)
         return Shape.unknown()
     ctx.with_rank_at_least(0, -axis if axis < 0 else axis + 1)
     batch_dims = ctx.attr("batch_dims")
     ctx.with_rank_at_least(1, abs(batch_dims))
     if batch_dims < 0:
-        if not indices.known_rank:
+        if not has_rank(indices):
             return Shape.unknown()
         batch_dims += indices.rank
     ctx.with_rank_at_least(0, batch_dims + 1)
@@ -288,8 +288,8 @@ def _gather_v2_value(ctx: InferenceContext):
 
 def _gather_nd_shape(ctx: InferenceContext) -> Shape:
     params, indices = ctx.shape(0), ctx.with_rank_at_least(1, 1)
-    depth = indices[-1] if indices.known_rank else None
-    if not params.known_rank or depth is None:
+    depth = indices[-1] if has_rank(indices) else None
+    if not has_rank(params) or depth is None:
         return Shape.unknown()
     if depth > params.rank:
         ctx.fail(f"indices.shape[-1] must be <= params.rank, but saw indices shape {indices} "
@@ -299,7 +299,7 @@ def _gather_nd_shape(ctx: InferenceContext) -> Shape:
 
 def _unravel_index_shape(ctx: InferenceContext) -> Shape:
     dims, indices = ctx.with_rank(1, 1), ctx.shape(0)
-    if not indices.known_rank:
+    if not has_rank(indices):
         return Shape.unknown()
     if indices.rank == 0:
         return Shape([dims[0]])
@@ -313,7 +313,7 @@ def _scattered_into(ctx, indices: Shape, updates: Shape, target: Shape) -> Shape
     if element_count(target) == 0 and ((element_count(indices) or 0) > 0
                                        or (element_count(updates) or 0) > 0):
         ctx.fail("indices and updates specified for an empty output")
-    if not (indices.known_rank and updates.known_rank and updates.rank != 0):
+    if not (has_rank(indices) and has_rank(updates) and updates.rank != 0):
         return target
     outer, depth = indices.rank - 1, indices[-1]
     if depth is None:
@@ -350,7 +350,7 @@ def _dynamic_stitch_shape(ctx: InferenceContext) -> Shape:
     for i in range(count):
         indices, data, index_values = ctx.shape(i), ctx.shape(count + i), ctx.value(i)
         all_indices_known &= index_values is not None
-        if not indices.known_rank:
+        if not has_rank(indices):
             continue
         data = merge_prefix(data, indices)
         element_shape = element_shape.merge(subshape(data, indices.rank))
@@ -366,10 +366,11 @@ def _dynamic_stitch_value(ctx: InferenceContext):
     shape = _dynamic_stitch_shape(ctx)
     if not shape.fully_defined or not may_build(element_product(shape.dims)):
         return None
-    merged = np.full(shape.dims, None, dtype=object)
+    dims = [d for d in shape if d is not None]   # all of them: the shape is fully defined
+    merged = np.full(dims, None, dtype=np.object_)
     for i in range(count):
         indices, data = ctx.value(i), partial_or_unknown(ctx, count + i)
-        if data is None or indices.size and indices.min() < 0:
+        if data is None or indices is None or indices.size and indices.min() < 0:
             return None
         merged[indices.astype(np.int64)] = data  # later partitions win, as in the kernel
     return None if knows_nothing(merged) else merged
@@ -380,7 +381,7 @@ def _dynamic_partition_shape(ctx: InferenceContext) -> list[Shape]:
     known only when the graph runs."""
     data, partitions = ctx.shape(0), ctx.shape(1)
     count = ctx.attr("num_partitions")
-    if not partitions.known_rank:
+    if not has_rank(partitions):
         return [Shape.unknown()] * count
     try:
         data = merge_prefix(data, partitions)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from .array_common import (INDEX_TYPES, INDEX_TYPES_INT32, per_output, merge_dims, min_dims,
                            partial_vector, register, replace_dim, scalar_dim, scalar_int, subshape)
 from .inference import InferenceContext, normalize_axis, unchanged
@@ -17,7 +17,7 @@ _MAX_REVERSE_RANK = 8
 
 
 def _checked_reverse_rank(ctx: InferenceContext, data: Shape) -> Shape:
-    if data.known_rank and data.rank > _MAX_REVERSE_RANK:
+    if has_rank(data) and data.rank > _MAX_REVERSE_RANK:
         ctx.fail(f"reverse does not work on tensors with more than {_MAX_REVERSE_RANK} dimensions")
     return data
 
@@ -25,7 +25,7 @@ def _checked_reverse_rank(ctx: InferenceContext, data: Shape) -> Shape:
 def _reverse_v2_shape(ctx: InferenceContext) -> Shape:
     ctx.with_rank(1, 1)
     data, axes = _checked_reverse_rank(ctx, ctx.shape(0)), ctx.int_list(1)
-    if axes is not None and data.known_rank:
+    if axes is not None and has_rank(data):
         canonical = [normalize_axis(ctx, axis, data.rank) for axis in axes]
         repeated = {axis for axis in canonical if canonical.count(axis) > 1}
         if repeated:
@@ -50,7 +50,7 @@ def _reversed_value(axes_of):
 
 def _reverse_sequence_shape(ctx: InferenceContext) -> Shape:
     data, lengths = ctx.shape(0), ctx.with_rank(1, 1)
-    if not data.known_rank:
+    if not has_rank(data):
         return Shape.unknown()
     batch_dim = ctx.attr("batch_dim")
     for name in ("batch_dim", "seq_dim"):
@@ -66,7 +66,7 @@ def _one_hot_shape(ctx: InferenceContext) -> Shape:
     if axis < -1:
         ctx.fail(f"axis must be >= -1, got {axis}")
     depth, indices = scalar_dim(ctx, 1), ctx.shape(0)
-    if not indices.known_rank:
+    if not has_rank(indices):
         return Shape.unknown()
     at = (axis + indices.rank + 1) % (indices.rank + 1)
     return Shape(indices.dims[:at] + (depth,) + indices.dims[at:])
@@ -74,7 +74,7 @@ def _one_hot_shape(ctx: InferenceContext) -> Shape:
 
 def _top_k_shapes(ctx: InferenceContext) -> list[Shape]:
     data, k = ctx.with_rank_at_least(0, 1), scalar_dim(ctx, 1)
-    last = data[-1] if data.known_rank else None
+    last = data[-1] if has_rank(data) else None
     if last is not None and k is not None and last < k:
         ctx.fail(f"input must have last dimension >= k = {k} but is {last}")
     values = subshape(data, 0, -1).concatenate([k])
@@ -86,7 +86,7 @@ def _where_shape(ctx: InferenceContext) -> Shape:
 
 
 def _same_rank_unknown(shape: Shape) -> Shape:
-    return Shape.unknown_of_rank(shape.rank) if shape.known_rank else Shape.unknown()
+    return Shape.unknown_of_rank(shape.rank) if has_rank(shape) else Shape.unknown()
 
 
 def _unique_index_shape(ctx: InferenceContext, data: Shape) -> Shape:
@@ -96,7 +96,7 @@ def _unique_index_shape(ctx: InferenceContext, data: Shape) -> Shape:
         return Shape([None])
     if not axis:
         return ctx.with_rank(0, 1)
-    if not data.known_rank:
+    if not has_rank(data):
         return Shape([None])
     index = normalize_axis(ctx, axis[0], data.rank)
     return Shape([data[index]])
@@ -152,7 +152,7 @@ def _diag_shape(ctx: InferenceContext) -> Shape:
 
 def _diag_part_shape(ctx: InferenceContext) -> Shape:
     data = ctx.shape(0)
-    if not data.known_rank:
+    if not has_rank(data):
         return Shape.unknown()
     if data.rank == 0 or data.rank % 2:
         ctx.fail(f"input must have even and non-zero rank, input rank is {data.rank}")
@@ -162,19 +162,20 @@ def _diag_part_shape(ctx: InferenceContext) -> Shape:
 
 def _matrix_diag_shape(ctx: InferenceContext) -> Shape:
     diagonal = ctx.with_rank_at_least(0, 1)
-    return diagonal.concatenate([diagonal[-1]]) if diagonal.known_rank else Shape.unknown()
+    return diagonal.concatenate([diagonal[-1]]) if has_rank(diagonal) else Shape.unknown()
 
 
 def _matrix_diag_part_shape(ctx: InferenceContext) -> Shape:
     matrix = ctx.with_rank_at_least(0, 2)
-    if not matrix.known_rank:
+    if not has_rank(matrix):
         return Shape.unknown()
     return Shape(matrix.dims[:-2] + (min_dims(matrix[-2], matrix[-1]),))
 
 
 def _diagonal_offsets(ctx: InferenceContext, slot: int) -> tuple[int, int] | None:
     """(lower, upper) from input `slot` (k: one offset or a pair) when known."""
-    if ctx.shape(slot).known_rank and ctx.shape(slot).rank > 1:
+    k_shape = ctx.shape(slot)
+    if has_rank(k_shape) and k_shape.rank > 1:
         ctx.fail(f"k must be a scalar or a vector, has shape {ctx.shape(slot)}")
     k = ctx.int_list(slot)
     if k is None:
@@ -199,7 +200,7 @@ def _matrix_diag_v2_shape(ctx: InferenceContext) -> Shape:
     for i in (2, 3, 4):
         ctx.with_rank(i, 0)
     offsets = _diagonal_offsets(ctx, 1)
-    if not diagonal.known_rank or offsets is None:
+    if not has_rank(diagonal) or offsets is None:
         return Shape.unknown()
     lower, upper = offsets
     band = lower < upper
@@ -237,7 +238,7 @@ def _matrix_diag_part_v2_shape(ctx: InferenceContext) -> Shape:
     matrix = ctx.with_rank_at_least(0, 2)
     ctx.with_rank(2, 0)
     offsets = _diagonal_offsets(ctx, 1)
-    if not matrix.known_rank or offsets is None:
+    if not has_rank(matrix) or offsets is None:
         return Shape.unknown()
     lower, upper = offsets
     rows, cols = matrix[-2], matrix[-1]
@@ -252,14 +253,14 @@ def _matrix_diag_part_v2_shape(ctx: InferenceContext) -> Shape:
 def _with_diagonal_batch(matrix: Shape, diagonal: Shape, diagonal_dims: int) -> Shape:
     """The matrix shape refined by the batch dims of `diagonal` (whose last `diagonal_dims` dims
     are the diagonals themselves)."""
-    if not diagonal.known_rank or matrix.fully_defined:
+    if not has_rank(diagonal) or matrix.fully_defined:
         return matrix
     return matrix.merge(subshape(diagonal, 0, -diagonal_dims).concatenate([None, None]))
 
 
 def _matrix_set_diag_shape(ctx: InferenceContext) -> Shape:
     matrix, diagonal = ctx.with_rank_at_least(0, 2), ctx.with_rank_at_least(1, 1)
-    if matrix.known_rank:
+    if has_rank(matrix):
         diagonal = ctx.with_rank(1, matrix.rank - 1)
     merge_dims(min_dims(matrix[-2], matrix[-1]), diagonal[-1])
     return _with_diagonal_batch(matrix, diagonal, 1)
@@ -269,10 +270,10 @@ def _matrix_set_diag_v2_shape(ctx: InferenceContext) -> Shape:
     matrix, diagonal = ctx.with_rank_at_least(0, 2), ctx.with_rank_at_least(1, 1)
     offsets = _diagonal_offsets(ctx, 2)
     lower, upper = offsets or (0, 0)
-    if matrix.known_rank:
+    if has_rank(matrix):
         if offsets is not None:
             diagonal = ctx.with_rank(1, matrix.rank - 1 if lower == upper else matrix.rank)
-        elif diagonal.known_rank and not matrix.rank - 1 <= diagonal.rank <= matrix.rank:
+        elif has_rank(diagonal) and not matrix.rank - 1 <= diagonal.rank <= matrix.rank:
             ctx.fail(f"diagonal of shape {diagonal} does not fit a matrix of shape {matrix}")
         _check_offsets_fit(ctx, lower, upper, matrix[-2], matrix[-1])
     return _with_diagonal_batch(matrix, diagonal, 1 if lower == upper else 2)

@@ -31,10 +31,11 @@ def _declared(ctx: InferenceContext) -> list[Shape] | None:
 
 
 def _relax_all(candidates: list[list[Shape] | None], count: int) -> list[Shape]:
-    if any(c is None for c in candidates) or not candidates:
+    known = [c for c in candidates if c is not None]
+    if len(known) != len(candidates) or not known:
         return [Shape.unknown()] * count
-    result = candidates[0]
-    for other in candidates[1:]:
+    result = known[0]
+    for other in known[1:]:
         result = [relax(a, b) for a, b in zip(result, other)]
     return result
 

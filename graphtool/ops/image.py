@@ -6,7 +6,7 @@ Shape functions follow TensorFlow's image_ops.cc and array_ops.cc (ExtractImageP
 """
 from __future__ import annotations
 
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from .inference import InferenceContext
 from .nn import _resize_shape
 from .nn_conv import merge_dim
@@ -22,7 +22,10 @@ def _vector_value(ctx: InferenceContext, i: int, length: int, what: str) -> list
     if size not in (None, length):
         ctx.fail(f"{what} must have {length} elements, has {size}")
     known = ctx.int_list(i)
-    return known if known is not None else [None] * length
+    if known is None:
+        return [None] * length
+    entries: list[int | None] = list(known)
+    return entries
 
 
 def _crop_and_resize_shape(ctx: InferenceContext) -> Shape:
@@ -111,7 +114,7 @@ def _extract_image_patches_shape(ctx: InferenceContext) -> Shape:
 def _colour_shape(ctx: InferenceContext) -> Shape:
     """RGBToHSV / HSVToRGB: any rank >= 1 whose last dimension is 3."""
     images = ctx.with_rank_at_least(0, 1)
-    if not images.known_rank:
+    if not has_rank(images):
         return images
     return Shape([*images.dims[:-1], merge_dim(ctx, images[-1], 3)])
 

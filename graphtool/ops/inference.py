@@ -14,10 +14,15 @@ huge tensor cost nothing; the engine also skips value functions whose output sha
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, NoReturn, overload
+
 import numpy as np
 
 from ..dtypes import DType
-from ..shapes import MAX_RANK, Shape, ShapeError, broadcast_shapes
+from ..shapes import MAX_RANK, Shape, ShapeError, broadcast_shapes, has_rank
+
+if TYPE_CHECKING:
+    from ..shapes import RankedShape
 
 
 # Values bigger than this are not carried through inference (they only matter for their shapes).
@@ -27,7 +32,8 @@ MAX_VALUE_ELEMENTS = 4096
 def may_build(*counts: int | None) -> bool:
     """Whether a value of `counts` elements in all (products of known dims; None = unknown) may be
     materialised during inference. Call it before creating the array, never after."""
-    return all(c is not None and c >= 0 for c in counts) and sum(counts) <= MAX_VALUE_ELEMENTS
+    known = [c for c in counts if c is not None and c >= 0]
+    return len(known) == len(counts) and sum(known) <= MAX_VALUE_ELEMENTS
 
 
 def element_product(dims) -> int | None:
@@ -159,22 +165,22 @@ class InferenceContext:
                 self.fail(f"input {i} is a scalar {partial.item()}, not a shape vector")
             return Shape([None if v is None or int(v) < 0 else int(v) for v in partial.ravel()])
         shape = self.shape(i)
-        if shape.known_rank and shape.rank == 1 and shape[0] is not None:
+        if has_rank(shape) and shape.rank == 1 and shape[0] is not None:
             if shape[0] > MAX_RANK:
                 # A shape vector of 10**12 elements (a broadcast Sub of a huge constant) is no shape;
                 # building its unknown dims would take terabytes.
                 self.fail(f"input {i} has {shape[0]} elements, more than the {MAX_RANK} dimensions a shape may have")
             return Shape.unknown_of_rank(shape[0])
-        if shape.known_rank and shape.rank == 0:
+        if has_rank(shape) and shape.rank == 0:
             # A scalar -1 means "unknown rank" in TensorFlow's convention.
             return Shape.unknown()
         return Shape.unknown()
 
     # --- errors -------------------------------------------------------------------------------
-    def fail(self, message: str):
+    def fail(self, message: str) -> NoReturn:
         raise ShapeError(message)
 
-    def with_rank(self, i: int, rank: int) -> Shape:
+    def with_rank(self, i: int, rank: int) -> RankedShape:
         try:
             return self.shape(i).with_rank(rank)
         except ShapeError:
@@ -228,11 +234,15 @@ def merge_all(ctx: InferenceContext, indices=None) -> Shape:
 
 def relax(a: Shape, b: Shape) -> Shape:
     """The most specific shape that both a and b are instances of (dims that differ -> unknown)."""
-    if not a.known_rank or not b.known_rank or a.rank != b.rank:
+    if not has_rank(a) or not has_rank(b) or a.rank != b.rank:
         return Shape.unknown()
     return Shape([x if x == y else None for x, y in zip(a.dims, b.dims)])
 
 
+@overload
+def normalize_axis(ctx: InferenceContext, axis: int, rank: int, what: str = ...) -> int: ...
+@overload
+def normalize_axis(ctx: InferenceContext, axis: int, rank: int | None, what: str = ...) -> int | None: ...
 def normalize_axis(ctx: InferenceContext, axis: int, rank: int | None, what: str = "axis") -> int | None:
     """A non-negative axis, or None when the rank is unknown."""
     if rank is None:

@@ -8,7 +8,7 @@ shape.
 """
 from __future__ import annotations
 
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from .inference import HandleData, InferenceContext, no_outputs, scalar
 from .registry import register
 
@@ -28,10 +28,10 @@ def _legacy_table_shape(ctx: InferenceContext) -> Shape:
 def _find_shape(ctx: InferenceContext) -> Shape:
     # Scalar values: one per key. Without handle data TensorFlow knows nothing either.
     handle = ctx.handle(0)
-    if handle is None or not handle.element_shape.known_rank:
+    if handle is None or not has_rank(handle.element_shape):
         return Shape.unknown()
     keys = ctx.shape(1)
-    return keys.concatenate(handle.element_shape) if keys.known_rank else Shape.unknown()
+    return keys.concatenate(handle.element_shape) if has_rank(keys) else Shape.unknown()
 
 
 def _legacy_find_shape(ctx: InferenceContext) -> Shape:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..shapes import Shape, ShapeError
+from ..shapes import Shape, ShapeError, has_rank
 from .inference import InferenceContext, broadcast_binary, merge_all, unchanged
 from .math_common import (COMPLEX, FLOAT, NUMBER, REAL, SIGNED, UNSIGNED, broadcast,
                           elementwise_value, merge_dims, register_math, type_set)
@@ -71,7 +71,7 @@ def _lenient_broadcast(a: Shape, b: Shape) -> Shape:
     """Equal/NotEqual with incompatible_shape_error=false: shapes that cannot broadcast give a
     scalar (the op then returns a single False/True), and an unknown dim that might not broadcast
     makes the whole shape unknown. Dims are visited left to right, as TensorFlow does."""
-    if not a.known_rank or not b.known_rank:
+    if not has_rank(a) or not has_rank(b):
         return Shape.unknown()
     rank = max(a.rank, b.rank)
     padded_a = (1,) * (rank - a.rank) + a.dims
@@ -111,6 +111,7 @@ def _register_binary(name, types, value=None, *, output="T", args=("x", "y"), at
 for _name, _types, _value in BINARY_OPS:
     _register_binary(_name, _types, _value)
 _register_binary("Atan2", type_set(FLOAT), args=("y", "x"))
+_function: np.ufunc   # (each loop below registers one op per numpy function)
 for _name, _function in COMPARISON_OPS:
     _register_binary(_name, type_set(REAL), elementwise_value(_function), output="bool")
 for _name, _function in (("Equal", np.equal), ("NotEqual", np.not_equal)):
@@ -182,7 +183,7 @@ def _select_shape(ctx: InferenceContext) -> Shape:
     or is a vector choosing whole rows (matching the first dim)."""
     data = merge_all(ctx, (1, 2))
     condition = ctx.shape(0)
-    if not condition.known_rank or not data.known_rank or condition.rank == 0:
+    if not has_rank(condition) or not has_rank(data) or condition.rank == 0:
         return data
     if condition.rank == 1 and data.rank > 0:
         merge_dims(ctx, condition[0], data[0], "the condition's length and the first dimension")

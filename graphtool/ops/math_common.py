@@ -118,14 +118,14 @@ def reduction_value(function):
         (numbers, known), = inputs
         if any(not -numbers.ndim <= a < numbers.ndim for a in axes):
             return None
-        axes = tuple(sorted({a % numbers.ndim for a in axes})) if numbers.ndim else ()
+        axis_tuple = tuple(sorted({a % numbers.ndim for a in axes})) if numbers.ndim else ()
         keep = bool(ctx.attr("keep_dims"))
         with np.errstate(all="ignore"):
             try:
-                result = function(numbers, axis=axes, keepdims=keep, dtype=numbers.dtype)
+                result = function(numbers, axis=axis_tuple, keepdims=keep, dtype=numbers.dtype)
             except (TypeError, ValueError, OverflowError):
                 return None
-        return join_partial(np.asarray(result), np.all(known, axis=axes, keepdims=keep))
+        return join_partial(np.asarray(result), np.all(known, axis=axis_tuple, keepdims=keep))
 
     return value
 

@@ -8,7 +8,7 @@ dim (the kernels refuse shorter dims; tf.signal pads before calling them).
 """
 from __future__ import annotations
 
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from .inference import InferenceContext
 from .math_common import register_math
 
@@ -31,7 +31,7 @@ def _real_shape(rank: int, inverse: bool):
         length_shape = ctx.with_rank(1, 1)
         if length_shape[0] is not None and length_shape[0] != rank:
             ctx.fail(f"fft_length must have {rank} element(s), has shape {length_shape}")
-        if not data.known_rank:
+        if not has_rank(data):
             return data
         partial = ctx.partial_value(1)
         lengths = [None] * rank if partial is None else [None if v is None else int(v) for v in partial]

@@ -2,7 +2,9 @@
 Imported by math.py."""
 from __future__ import annotations
 
-from ..shapes import Shape, ShapeError
+from collections.abc import Sequence
+
+from ..shapes import Shape, ShapeError, has_rank
 from .inference import InferenceContext
 from .math_common import (COMPLEX, FLOAT, UNSIGNED, broadcast, merge_dims, register_math,
                           type_set)
@@ -107,10 +109,11 @@ def _bind_labels(ctx: InferenceContext, index: int, labels: list[str],
     named = [label for label in labels if label != ELLIPSIS]
     has_ellipsis = len(named) < len(labels)
     shape = ctx.shape(index)
-    if not shape.known_rank:
-        dims, batch = [None] * len(named), Shape.unknown() if has_ellipsis else Shape.scalar()
+    if not has_rank(shape):
+        dims: Sequence[int | None] = [None] * len(named)
+        batch = Shape.unknown() if has_ellipsis else Shape.scalar()
     elif has_ellipsis:
-        shape = ctx.with_rank_at_least(index, len(named))
+        ctx.with_rank_at_least(index, len(named))   # (the rank is known: the same shape, checked)
         start = labels.index(ELLIPSIS)
         end = shape.rank - (len(labels) - start - 1)
         dims, batch = shape.dims[:start] + shape.dims[end:], shape[start:end]
@@ -128,16 +131,16 @@ def _einsum_shape(ctx: InferenceContext) -> Shape:
     batches = [_bind_labels(ctx, i, labels, label_dims) for i, labels in enumerate(inputs)]
     batch = batches[0] if len(batches) == 1 else broadcast(ctx, *batches)
     if ELLIPSIS not in output:
-        if batch.known_rank and batch.rank > 0:
+        if has_rank(batch) and batch.rank > 0:
             ctx.fail(f"the einsum output has no ellipsis (...) but the inputs' ellipsis covers "
                      f"dimensions {batch}")
         batch = Shape.scalar()
-    elif not batch.known_rank:
+    elif not has_rank(batch):
         return Shape.unknown()
-    dims = []
+    dims: list[int | None] = []
     for label in output:
         if label == ELLIPSIS:
-            dims.extend(batch.dims)
+            dims.extend(batch)
         elif label in label_dims:
             dims.append(label_dims[label])
         else:

@@ -4,7 +4,7 @@ MatrixSolveLs). Every op works on the innermost two dims; the leading dims are a
 Imported by math.py."""
 from __future__ import annotations
 
-from ..shapes import Shape, ShapeError
+from ..shapes import Shape, ShapeError, has_rank
 from .inference import InferenceContext
 from .math_common import broadcast, merge_dims, register_math
 
@@ -14,7 +14,7 @@ _LINALG_TYPES = "{double, float, half, complex64, complex128}"
 def _matrices(ctx: InferenceContext, i: int = 0, square: bool = False) -> tuple[Shape, int | None, int | None]:
     """(batch dims, rows, cols) of input i, a batch of matrices; unknown rank gives unknown batch."""
     shape = ctx.with_rank_at_least(i, 2)
-    if not shape.known_rank:
+    if not has_rank(shape):
         return Shape.unknown(), None, None
     rows, cols = shape[-2], shape[-1]
     if square:
@@ -24,7 +24,7 @@ def _matrices(ctx: InferenceContext, i: int = 0, square: bool = False) -> tuple[
 
 def _square_shape(ctx: InferenceContext) -> Shape:
     batch, rows, cols = _matrices(ctx, square=True)
-    return batch.concatenate([rows, cols]) if batch.known_rank else Shape.unknown()
+    return batch.concatenate([rows, cols]) if has_rank(batch) else Shape.unknown()
 
 
 def _determinant_shape(ctx: InferenceContext) -> Shape:
@@ -37,7 +37,7 @@ def _log_determinant_shapes(ctx: InferenceContext) -> list[Shape]:
 
 
 def _with(batch: Shape, *dims) -> Shape:
-    return batch.concatenate(list(dims)) if batch.known_rank else Shape.unknown()
+    return batch.concatenate(list(dims)) if has_rank(batch) else Shape.unknown()
 
 
 def _smaller(a: int | None, b: int | None) -> int | None:
@@ -86,7 +86,7 @@ def _triangular_solve_shape(ctx: InferenceContext) -> Shape:
     batch, rows, _ = _matrices(ctx, 0, square=True)
     rhs_batch, rhs_rows, k = _matrices(ctx, 1)
     rows = merge_dims(ctx, rows, rhs_rows, "the matrix rows and the rhs rows")
-    if not batch.known_rank or not rhs_batch.known_rank:
+    if not has_rank(batch) or not has_rank(rhs_batch):
         return Shape.unknown()
     return _with(broadcast(ctx, batch, rhs_batch), rows, k)
 

@@ -2,11 +2,16 @@
 cumulative ops Cumsum/Cumprod. Imported by math.py."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from .inference import InferenceContext, normalize_axis, unchanged
 from .math_common import NUMBER, QUANTIZED, REAL, reduction_value, register_math, type_set
+
+if TYPE_CHECKING:
+    from ..shapes import RankedShape
 
 INDEX_ATTR = "Tidx: {int32, int64} = int32"
 
@@ -27,7 +32,7 @@ def _axis_count(axes: Shape) -> int | None:
     return axes[0] if axes.rank == 1 else None
 
 
-def _reduce_unknown_axes(data: Shape, axes: Shape, keep_dims: bool) -> Shape:
+def _reduce_unknown_axes(data: RankedShape, axes: Shape, keep_dims: bool) -> Shape:
     """The result when the axes' values are unknown. TensorFlow keeps the rank with keep_dims and
     gives up otherwise; we also use the number of axes, since repeated axes are a runtime error."""
     count = _axis_count(axes)
@@ -42,11 +47,11 @@ def _reduce_unknown_axes(data: Shape, axes: Shape, keep_dims: bool) -> Shape:
 
 def _reduction_shape(ctx: InferenceContext) -> Shape:
     data, axes_shape = ctx.shape(0), ctx.shape(1)
-    if axes_shape.known_rank and axes_shape.rank > 1:
+    if has_rank(axes_shape) and axes_shape.rank > 1:
         ctx.fail(f"reduction_indices must be a scalar or a vector, has shape {axes_shape}")
     keep_dims = bool(ctx.attr("keep_dims"))
     axes = ctx.int_list(1)
-    if not data.known_rank:
+    if not has_rank(data):
         return Shape.unknown()
     if axes is None:
         return _reduce_unknown_axes(data, axes_shape, keep_dims)
@@ -64,7 +69,7 @@ def _arg_reduction_shape(ctx: InferenceContext) -> Shape:
     """ArgMax/ArgMin drop the one dimension named by the scalar `dimension` input."""
     ctx.with_rank(1, 0)
     data = ctx.shape(0)
-    if not data.known_rank:
+    if not has_rank(data):
         return Shape.unknown()
     if data.rank <= 1:
         return Shape.scalar()

@@ -9,7 +9,7 @@ including what they infer from partially known shapes.
 """
 from __future__ import annotations
 
-from ..shapes import Shape, ShapeError
+from ..shapes import Shape, ShapeError, has_rank
 from .inference import InferenceContext, broadcast_binary, merge_all, scalar, unchanged
 from . import nn_ctc, nn_dilation, nn_quant, nn_space, nn_volume  # noqa: F401  (registration)
 from .nn_conv import DATA_FORMAT, FLOAT_TYPES, REAL_TYPES, data_layout, merge_dim
@@ -43,7 +43,7 @@ def _bias_add_shape(ctx: InferenceContext) -> Shape:
     axis, min_rank = _bias_axis(ctx)
     value = ctx.with_rank_at_least(0, min_rank)
     bias = ctx.with_rank(1, 1)
-    if not value.known_rank:
+    if not has_rank(value):
         return Shape.unknown()
     dims = list(value.dims)
     dims[axis] = merge_dim(ctx, dims[axis], bias[0])

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from ..shapes import Shape, ShapeError
+from ..shapes import Shape, ShapeError, has_rank
 from . import registry
 from .inference import InferenceContext
 
@@ -92,7 +92,7 @@ class Layout:
 
     def replace(self, shape: Shape, letter: str, dim: Dim) -> Shape:
         """`shape` with the dim of `letter` set to `dim`."""
-        dims = list(shape.dims)
+        dims = shape.as_list()
         dims[self.letters.index(letter)] = dim
         return Shape(dims)
 
@@ -262,7 +262,7 @@ def _conv2d_backprop_input_shape(ctx: InferenceContext) -> Shape:
     kernel, grad = ctx.with_rank(1, 4), ctx.with_rank(2, 4)
     merge_dim(ctx, data.get(grad, "C"), HWIO.get(kernel, "O"))
     sizes = ctx.shape_from_tensor(0)
-    if not sizes.known_rank:
+    if not has_rank(sizes):
         sizes = Shape.unknown_of_rank(4)
     if sizes.rank == 4:
         merge_dim(ctx, data.get(sizes, "N"), grad[0])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from . import registry
 from .inference import InferenceContext, merge_all
 from .nn_conv import merge_dim
@@ -31,7 +31,7 @@ def _vars_gradient_shapes(ctx: InferenceContext) -> list[Shape]:
 
 def _channels(ctx: InferenceContext, data: Shape, first: int):
     """The channel count: the last dim of `data` merged with the sizes of min and max."""
-    depth = data[-1] if data.known_rank else None
+    depth = data[-1] if has_rank(data) else None
     for i in (first, first + 1):
         depth = merge_dim(ctx, depth, ctx.with_rank(i, 1)[0])
     return depth
@@ -39,18 +39,18 @@ def _channels(ctx: InferenceContext, data: Shape, first: int):
 
 def _per_channel_shape(ctx: InferenceContext) -> Shape:
     data = ctx.with_rank_at_least(0, 1)
-    if data.known_rank and data.rank > 4:
+    if has_rank(data) and data.rank > 4:
         ctx.fail(f"Shape must be at most rank 4 but is rank {data.rank}")
     depth = _channels(ctx, data, 1)
-    return Shape(list(data.dims[:-1]) + [depth]) if data.known_rank else data
+    return Shape(list(data.dims[:-1]) + [depth]) if has_rank(data) else data
 
 
 def _per_channel_gradient_shapes(ctx: InferenceContext) -> list[Shape]:
     data = merge_all(ctx, [0, 1])
-    if data.known_rank and not 1 <= data.rank <= 4:
+    if has_rank(data) and not 1 <= data.rank <= 4:
         ctx.fail(f"Shape must be rank 1 to 4 but is rank {data.rank}")
     depth = _channels(ctx, data, 2)
-    return [Shape(list(data.dims[:-1]) + [depth]) if data.known_rank else data, Shape([depth]), Shape([depth])]
+    return [Shape(list(data.dims[:-1]) + [depth]) if has_rank(data) else data, Shape([depth]), Shape([depth])]
 
 
 _BITS = ["num_bits: int = 8", "narrow_range: bool = false"]
@@ -86,12 +86,12 @@ def _qdq_shape(ctx: InferenceContext, range_inputs=(1, 2)) -> Shape:
         for i in range_inputs:
             ctx.with_rank(i, 0)
         return data
-    if data.known_rank and axis >= data.rank:
+    if has_rank(data) and axis >= data.rank:
         ctx.fail(f"axis {axis} is out of range for a rank-{data.rank} input")
-    depth = data[axis] if data.known_rank else None
+    depth = data[axis] if has_rank(data) else None
     for i in range_inputs:
         depth = merge_dim(ctx, depth, ctx.with_rank(i, 1)[0])
-    return data if not data.known_rank else Shape([depth if i == axis else d for i, d in enumerate(data.dims)])
+    return data if not has_rank(data) else Shape([depth if i == axis else d for i, d in enumerate(data.dims)])
 
 
 def _qdq_v4_grad_shapes(ctx: InferenceContext) -> list[Shape]:
@@ -133,9 +133,9 @@ def _quantize_range_shapes(ctx: InferenceContext, data: Shape) -> Shape:
         ctx.with_rank(1, 0)
         ctx.with_rank(2, 0)
         return Shape.scalar()
-    if data.known_rank and not 0 <= axis < data.rank:
+    if has_rank(data) and not 0 <= axis < data.rank:
         ctx.fail(f"axis {axis} is out of range for a rank-{data.rank} input")
-    depth = data[axis] if data.known_rank else None
+    depth = data[axis] if has_rank(data) else None
     for i in (1, 2):
         depth = merge_dim(ctx, depth, ctx.with_rank(i, 1)[0])
     return Shape([depth])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from . import registry
 from .inference import InferenceContext
 from .nn_conv import Layout, divide_dim_exactly, multiply_dim
@@ -64,7 +64,7 @@ def _space_batch_shape(ctx: InferenceContext, to_batch: bool) -> Shape:
     shape = ctx.shape(0)
     if count is not None:
         shape = ctx.with_rank_at_least(0, 1 + count)
-    if not shape.known_rank:
+    if not has_rank(shape):
         return Shape.unknown()
     dims = list(shape.dims)
     if block_values is None:

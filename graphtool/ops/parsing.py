@@ -5,7 +5,7 @@ The kernels (graphtool/exec/kernels/parsing.py) read the protos with schemas/exa
 """
 from __future__ import annotations
 
-from ..shapes import Shape, ShapeError
+from ..shapes import Shape, ShapeError, has_rank
 from .inference import InferenceContext
 from .registry import register
 
@@ -17,7 +17,7 @@ def _dense_shapes(ctx: InferenceContext, batch: Shape) -> list[Shape]:
     first dim."""
     shapes = []
     for dense in ctx.attr("dense_shapes"):
-        if not batch.known_rank or not dense.known_rank:
+        if not has_rank(batch) or not has_rank(dense):
             shapes.append(Shape.unknown())
         else:
             shapes.append(batch.concatenate(dense))
@@ -31,11 +31,11 @@ def _sparse_shapes(count: int, rank: int | None) -> list[Shape]:
 def _parse_example_v2_shapes(ctx: InferenceContext) -> list[Shape]:
     try:
         batch = ctx.shape(0)
-        if batch.known_rank and batch.rank > 1:
+        if has_rank(batch) and batch.rank > 1:
             raise ShapeError("")
     except ShapeError:
         ctx.fail(f"serialized must be a scalar or a vector, has shape {ctx.shape(0)}")
-    rank = batch.rank + 1 if batch.known_rank else None
+    rank = batch.rank + 1 if has_rank(batch) else None
     num_ragged = len(ctx.attr("ragged_value_types"))
     return (_sparse_shapes(ctx.attr("num_sparse"), rank) + _dense_shapes(ctx, batch)
             + [Shape([None])] * (2 * num_ragged))

@@ -11,7 +11,7 @@ from functools import partial
 
 import numpy as np
 
-from ..shapes import Shape, ShapeError
+from ..shapes import Shape, ShapeError, has_rank
 from . import registry
 from .array_common import INDEX_TYPES, INDEX_TYPES_INT32, merge_dims, merge_prefix, scalar_dim, subshape
 from .inference import InferenceContext
@@ -29,7 +29,7 @@ _FLOAT_TYPES = "{bfloat16, float16, float32, float64}"
 def _unsorted_segment_shape(ctx: InferenceContext) -> Shape:
     data, segment_ids = ctx.shape(0), ctx.shape(1)
     ctx.with_rank(2, 0)
-    if not segment_ids.known_rank:
+    if not has_rank(segment_ids):
         return Shape.unknown()
     data = merge_prefix(data, segment_ids)
     return Shape([scalar_dim(ctx, 2)]).concatenate(subshape(data, segment_ids.rank))
@@ -88,7 +88,7 @@ def _dense_bincount_shape(ctx: InferenceContext) -> Shape:
     """[size] for a vector input, [rows, size] for a matrix (one count per row)."""
     data = ctx.shape(0)
     size = scalar_dim(ctx, 1)
-    if not data.known_rank:
+    if not has_rank(data):
         return Shape.unknown()
     if data.rank == 1:
         return Shape([size])

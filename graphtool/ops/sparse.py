@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from . import registry
 from .array_common import merge_dims, shape_tensor
 from .inference import InferenceContext
@@ -27,7 +27,7 @@ def _fill_empty_rows_shape(ctx: InferenceContext) -> list[Shape]:
         ctx.fail("dense_shape must not be empty")
     rows = shape_tensor(ctx, 2)
     return [Shape([None, merge_dims(rank, indices[1])]), Shape([None]),
-            Shape([rows[0] if rows.known_rank else None]), Shape([count])]
+            Shape([rows[0] if has_rank(rows) else None]), Shape([count])]
 
 
 def _fill_empty_rows_grad_shape(ctx: InferenceContext) -> list[Shape]:

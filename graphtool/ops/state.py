@@ -10,7 +10,7 @@ ReadVariableOp's shape is unknown here, as in TensorFlow when that data is absen
 """
 from __future__ import annotations
 
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from .inference import HandleData, InferenceContext, merge_all, no_outputs, scalar, unknown_outputs
 from .registry import register
 from .tensor_array import vector_of_length
@@ -36,7 +36,7 @@ def _legacy_variable_shape(ctx: InferenceContext) -> Shape:
     # Old graphs wrote an empty shape for "unknown", so TensorFlow reads a v1 Variable of rank 0
     # (or unknown rank) as unknown.
     declared = ctx.attr("shape")
-    return declared if declared.known_rank and declared.rank > 0 else Shape.unknown()
+    return declared if has_rank(declared) and declared.rank > 0 else Shape.unknown()
 
 
 def _assign_shape(ctx: InferenceContext) -> Shape:
@@ -95,7 +95,7 @@ def _resource_gather_shape(ctx: InferenceContext) -> Shape:
     handle = ctx.handle(0)
     params = handle.element_shape if handle is not None else Shape.unknown()
     indices = ctx.shape(1)
-    if not params.known_rank or not indices.known_rank:
+    if not has_rank(params) or not has_rank(indices):
         return Shape.unknown()
     return indices.concatenate(Shape(params.dims[ctx.attr("batch_dims") + 1:]))
 

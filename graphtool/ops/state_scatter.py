@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from ..shapes import Shape, ShapeError
+from ..shapes import Shape, ShapeError, has_rank
 from . import registry
 from .inference import InferenceContext, no_outputs
 
@@ -24,7 +24,7 @@ def _scatter_shape(ctx: InferenceContext) -> list[Shape]:
     handle = ctx.handle(0)
     variable = handle.element_shape if handle is not None else Shape.unknown()
     indices, updates = ctx.shape(1), ctx.shape(2)
-    if variable.known_rank and indices.known_rank and updates.known_rank and updates.rank != 0:
+    if has_rank(variable) and has_rank(indices) and has_rank(updates) and updates.rank != 0:
         expected = indices.concatenate(Shape(variable.dims[1:]))
         try:
             updates.merge(expected)

@@ -7,7 +7,7 @@ gradient; StringToNumber and DecodeRaw start from strings).
 """
 from __future__ import annotations
 
-from ..shapes import Shape, ShapeError, broadcast_shapes
+from ..shapes import Shape, ShapeError, broadcast_shapes, has_rank
 from .inference import InferenceContext, unchanged
 from .registry import register
 
@@ -36,7 +36,7 @@ def _join_shape(ctx: InferenceContext) -> Shape:
     result = None
     for i in range(ctx.num_inputs):
         shape = ctx.shape(i)
-        if shape.known_rank and shape.rank == 0:
+        if has_rank(shape) and shape.rank == 0:
             continue
         try:
             result = shape if result is None else result.merge(shape)
@@ -44,7 +44,7 @@ def _join_shape(ctx: InferenceContext) -> Shape:
             ctx.fail(f"non-scalar inputs must have the same shape, got {result} and {shape}")
     if result is None:
         # All scalars, or only unknown ranks.
-        unknown = any(not ctx.shape(i).known_rank for i in range(ctx.num_inputs))
+        unknown = any(not has_rank(ctx.shape(i)) for i in range(ctx.num_inputs))
         return Shape.unknown() if unknown else Shape.scalar()
     return result
 
@@ -62,15 +62,15 @@ def _substr_shape(ctx: InferenceContext) -> Shape:
 
 def _decode_raw_shape(ctx: InferenceContext) -> Shape:
     shape = ctx.shape(0)
-    return shape.concatenate([None]) if shape.known_rank else Shape.unknown()
+    return shape.concatenate([None]) if has_rank(shape) else Shape.unknown()
 
 
 def _decode_csv_shapes(ctx: InferenceContext) -> list[Shape]:
     for i in range(1, ctx.num_inputs):
         shape = ctx.shape(i)
-        if shape.known_rank and shape.rank > 1:
+        if has_rank(shape) and shape.rank > 1:
             ctx.fail(f"record_defaults[{i - 1}] must be a scalar or a vector, has shape {shape}")
-        if shape.known_rank and shape.rank == 1 and shape[0] is not None and shape[0] > 1:
+        if has_rank(shape) and shape.rank == 1 and shape[0] is not None and shape[0] > 1:
             ctx.fail(f"record_defaults[{i - 1}] must have at most one element, has shape {shape}")
     return [ctx.shape(0)] * (ctx.num_inputs - 1)
 
@@ -83,7 +83,7 @@ register("StringSplit", inputs=["input: string", "delimiter: string"],
          shape=_split_shapes)
 def _reduce_join_shape(ctx: InferenceContext) -> Shape:
     shape, axes = ctx.shape(0), ctx.int_list(1)
-    if not shape.known_rank or axes is None:
+    if not has_rank(shape) or axes is None:
         return Shape.unknown()
     rank = shape.rank
     for axis in axes:

@@ -14,7 +14,7 @@ it in the `_output_shapes` of reads), so our shapes agree with graphs TensorFlow
 """
 from __future__ import annotations
 
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from .inference import HandleData, InferenceContext
 from .registry import register
 
@@ -73,7 +73,7 @@ def _grad_shapes(ctx: InferenceContext) -> list[Shape]:
     if ctx.op == "TensorArrayGradWithShape":
         prepend = ctx.shape(2)
         element = (Shape.unknown_of_rank(prepend[0]).concatenate(element)
-                   if prepend.known_rank and prepend.rank == 1 and prepend[0] is not None else Shape.unknown())
+                   if has_rank(prepend) and prepend.rank == 1 and prepend[0] is not None else Shape.unknown())
     ctx.output_handles[0] = HandleData(element)
     return [_HANDLE, Shape.scalar()]
 
@@ -114,7 +114,7 @@ def _concat_shapes(ctx: InferenceContext) -> list[Shape]:
     _check_inputs(ctx, scalars=(1,))
     except0 = ctx.attr("element_shape_except0")
     known = _element_shape(ctx)
-    if known.known_rank and known.rank >= 1:
+    if has_rank(known) and known.rank >= 1:
         try:
             except0 = except0.merge(known[1:])
         except Exception:
@@ -125,7 +125,7 @@ def _concat_shapes(ctx: InferenceContext) -> list[Shape]:
 def _split_shape(ctx: InferenceContext) -> Shape:
     _check_inputs(ctx, scalars=(3,), vectors=(2,))
     value = ctx.shape(1)
-    if value.known_rank and value.rank >= 1:
+    if has_rank(value) and value.rank >= 1:
         _learn_element(ctx, Shape([None]).concatenate(value[1:]))
     return Shape.scalar()
 

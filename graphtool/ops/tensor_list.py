@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..shapes import Shape, ShapeError
+from ..shapes import Shape, ShapeError, has_rank
 from .inference import HandleData, InferenceContext, scalar
 from .registry import register
 
@@ -37,8 +37,8 @@ def _checked_handle(ctx: InferenceContext) -> HandleData | None:
     handle = list_handle(ctx)
     dtype = ctx.attr("element_dtype")
     if handle is not None and handle.dtype != dtype:
-        ctx.fail(f"Expected list with element dtype {dtype.name} but got list with element dtype "
-                 f"{handle.dtype.name}")
+        ctx.fail(f"Expected list with element dtype {dtype} but got list with element dtype "
+                 f"{handle.dtype}")
     return handle
 
 
@@ -143,7 +143,7 @@ def _concat_lists_shape(ctx: InferenceContext) -> Shape:
     handles = [h for h in (list_handle(ctx, 0), list_handle(ctx, 1)) if h is not None]
     for handle, name in zip(handles, ("input_a", "input_b")):
         if handle.dtype != dtype:
-            ctx.fail(f"{name}.type != element_dtype: {handle.dtype.name} vs. {dtype.name}")
+            ctx.fail(f"{name}.type != element_dtype: {handle.dtype} vs. {dtype}")
     element = Shape.unknown()
     for handle in handles:
         element = _merge(ctx, element, handle.element_shape, "the lists' element shapes")
@@ -183,7 +183,7 @@ def _concat_shapes(ctx: InferenceContext) -> list[Shape]:
     handle = _checked_handle(ctx)
     if handle is not None:
         element = _merge(ctx, element, handle.element_shape, "element_shape and the list's element shape")
-    if not element.known_rank:
+    if not has_rank(element):
         return [Shape.unknown(), Shape([None])]
     if element.rank < 1:
         ctx.fail(f"Concat requires elements to be at least vectors, the element shape is {element}")
@@ -193,7 +193,7 @@ def _concat_shapes(ctx: InferenceContext) -> list[Shape]:
 def _element_shape_shape(ctx: InferenceContext) -> Shape:
     # A vector of the element rank, or TensorFlow's scalar -1 for an unknown rank: unknown here.
     handle = list_handle(ctx)
-    if handle is None or not handle.element_shape.known_rank:
+    if handle is None or not has_rank(handle.element_shape):
         return Shape.unknown()
     return Shape([handle.element_shape.rank])
 

@@ -102,9 +102,12 @@ class AggregateSameInput(SumRule):
         if not ctx.can_rewrite(root):
             return None
         leaves, tree = self._sum_tree(root, ctx)
-        x, copies = leaves[0] if leaves else None, len(leaves)
+        copies = len(leaves)
+        if copies < 2:
+            return None
+        x = leaves[0]
         # A lone Add(x, x) would trade one node for two (Mul + Const); AddN is Grappler's case.
-        if copies < 2 or any(leaf != x for leaf in leaves) or (root.op != "AddN" and len(tree) < 2):
+        if any(leaf != x for leaf in leaves) or (root.op != "AddN" and len(tree) < 2):
             return None
         dtype = self.facts.dtype(root.output(0))
         if dtype != self.facts.dtype(x) or not _mul_supports(dtype) or not _representable(copies, dtype):
@@ -140,7 +143,7 @@ class AggregateSameInput(SumRule):
 
 
 def _mul_supports(dtype: DType) -> bool:
-    allowed = registry.lookup("Mul").attrs["T"].allowed
+    allowed = registry.get("Mul").attrs["T"].allowed
     return allowed is None or dtype in allowed
 
 
@@ -165,9 +168,10 @@ class HoistSmallAddends(SumRule):
             return None
         if not all(inner.op in _BINARY_ADDS and self.absorbable(inner, outer, ctx) for inner in inners):
             return None
-        splits = [self._split(inner) for inner in inners]
-        if None in splits or not self.facts.one_frame([outer, *inners]):
+        first, second = (self._split(inner) for inner in inners)
+        if first is None or second is None or not self.facts.one_frame([outer, *inners]):
             return None
+        splits = [first, second]
         (m1, s1), (m2, s2) = splits
         shape = self.facts.shape(m1)
         same_shape = shape.fully_defined and self.facts.shape(m2) == shape == self.facts.shape(outer.output(0))
@@ -184,10 +188,9 @@ class HoistSmallAddends(SumRule):
         return (b, a) if small_a else (a, b)
 
     def _is_small(self, ref: TensorRef) -> bool:
-        shape = self.facts.shape(ref)
-        if not shape.fully_defined:
+        size = self.facts.shape(ref).num_elements()
+        if size is None:   # not fully defined
             return False
-        size = shape.num_elements()
         return size == 1 or (size <= _SMALL_CONSTANT_ELEMENTS and self.facts.value(ref) is not None)
 
     def apply(self, plan, outer: Node, graph: Graph, ctx: PassContext) -> None:

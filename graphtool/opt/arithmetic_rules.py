@@ -17,7 +17,7 @@ import numpy as np
 from ..dtypes import COMPLEX, FLOATING, INTEGER, DType, bool_
 from ..ir import Graph, Node, TensorRef
 from ..shape_inference import infer_shapes
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from .base import PassContext, Rule, redirect_outputs
 
 CONST_OPS = frozenset({"Const", "HostConst"})
@@ -93,9 +93,9 @@ def is_inexact(dtype: DType) -> bool:
 def broadcast_keeps_shape(x: Shape, other: tuple[int | None, ...] | Shape) -> bool:
     """Does broadcasting `x` against a tensor of shape `other` leave x's shape as it is?"""
     other = Shape.of(other)
-    if not other.known_rank:
+    if not has_rank(other):
         return False
-    if not x.known_rank:
+    if not has_rank(x):
         return other.rank == 0
     if other.rank > x.rank:
         return False
@@ -332,7 +332,7 @@ def is_lossless_cast(source: DType, target: DType) -> bool:
     if source.is_bool:
         return True  # 0 and 1 survive any numeric type, and x != 0 brings them back
     if source.is_integer and target.is_integer:
-        return bool(np.can_cast(source.numpy, target.numpy, casting="safe"))
+        return bool(np.can_cast(source.numpy_dtype, target.numpy_dtype, casting="safe"))
     if source.is_integer:
         info = np.iinfo(source.numpy)
         return info.bits - (0 if source.is_unsigned else 1) <= ml_dtypes.finfo(target.numpy).nmant + 1
@@ -371,7 +371,7 @@ class RemoveNoOpReshape(BypassRule):
         if len(node.inputs) != 2:
             return None
         before, after = self.facts.shape(node.inputs[0]), self.facts.shape(node.output(0))
-        if not (before.known_rank and after.known_rank and before.rank == after.rank):
+        if not (has_rank(before) and has_rank(after) and before.rank == after.rank):
             return None
         unknown = [i for i, dim in enumerate(before.dims) if dim is None]
         if [i for i, dim in enumerate(after.dims) if dim is None] != unknown or len(unknown) > 1:
@@ -432,7 +432,7 @@ class FetchedEmptyReductionToIdentity(FactRule):
 def squeezed_axes(shape: Shape, squeeze_dims: list[int]) -> list[int] | None:
     """The axes Squeeze(squeeze_dims) removes from a tensor of `shape`, or None if unknown: the
     listed ones, or with none listed every size-1 axis (then all dims must be known)."""
-    if not shape.known_rank:
+    if not has_rank(shape):
         return None
     rank = shape.rank
     if squeeze_dims:
@@ -461,7 +461,7 @@ class RemoveExpandThenSqueeze(InversePairRule):
 
     def cancels(self, outer: Node, inner: Node) -> bool:
         x_shape = self.facts.shape(inner.inputs[0])
-        if not x_shape.known_rank:
+        if not has_rank(x_shape):
             return False
         axis = expanded_axis(inner, self.facts, x_shape.rank)
         if axis is None:
@@ -481,9 +481,9 @@ class RemoveSqueezeThenExpand(InversePairRule):
     def cancels(self, outer: Node, inner: Node) -> bool:
         x_shape = self.facts.shape(inner.inputs[0])
         removed = squeezed_axes(x_shape, inner.attr("squeeze_dims"))
-        if removed is None or len(removed) != 1 or x_shape.dims[removed[0]] != 1:
+        if removed is None or len(removed) != 1 or x_shape[removed[0]] != 1:   # (None: unknown rank)
             return False
-        return expanded_axis(outer, self.facts, x_shape.rank - 1) == removed[0]
+        return expanded_axis(outer, self.facts, len(x_shape) - 1) == removed[0]
 
 
 REMOVAL_RULES = (RemoveNeutralOperand, RemoveDoubleNegation, RemoveInverseTransposes, RemoveCastRoundTrip,

@@ -37,6 +37,7 @@ from ..ir.frames import ENTER_OPS, EXIT_OPS
 from ..placement.cost_model import CostEstimator, CostModel
 from ..proto.attr_value_pb2 import AttrValue
 from ..shape_inference import infer_shapes
+from ..shapes import has_rank
 from ..tensor import from_ndarray
 from .base import Pass, PassContext, PassResult, apply_rules, const_value_within, redirect_outputs, register_pass
 
@@ -230,7 +231,7 @@ def _fits(value: int, dtype) -> bool:
 def _shape_op_value(op: str, shape, dtype) -> np.ndarray | None:
     """What Shape/ShapeN/Size/Rank return for an input of static `shape`, or None if not static."""
     if op == "Rank":
-        return None if not shape.known_rank else np.array(shape.rank, dtype.numpy)
+        return None if not has_rank(shape) else np.array(shape.rank, dtype.numpy)
     if not shape.fully_defined:
         return None
     if op == "Size":
@@ -258,8 +259,8 @@ def static_outputs(node: Node, state: FoldState) -> dict[int, np.ndarray]:
     if node.op not in _SHAPE_OPS:
         return _inferred_value(node, state)
     if node.op == "BroadcastGradientArgs":
-        shape_vectors = [state.shapes.value(ref) for ref in node.inputs]
-        if any(v is None for v in shape_vectors):
+        shape_vectors = [v for v in (state.shapes.value(ref) for ref in node.inputs) if v is not None]
+        if len(shape_vectors) != len(node.inputs):
             return {}
         try:
             return dict(enumerate(evaluate(node, shape_vectors)))

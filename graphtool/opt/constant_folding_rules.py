@@ -108,6 +108,7 @@ class ChainRule(Rule):
 
     def rewrite(self, node: Node, graph: Graph, ctx: PassContext) -> bool:
         chain, self._chain = self._chain, None
+        assert chain is not None, "rewrite() follows an applies() that matched a chain"
         dtype = node.attr("T")
         # Sizes first: two filled constants of a few bytes each may claim gigabytes.
         a = const_value_within(chain.outer_const, ctx.fold_max_bytes)
@@ -192,6 +193,7 @@ class MulDivChain(ChainRule):
         if not (node.attr("T").is_floating or node.attr("T").is_complex) or not super().applies(node, ctx):
             return False
         chain = self._chain
+        assert chain is not None   # super().applies() matched one
         divides_by_const = all(n.op != "RealDiv" or slot == 1 for n, slot in (
             (chain.outer, chain.outer_const_slot), (chain.inner, chain.inner_const_slot)))
         if not divides_by_const:

@@ -12,6 +12,7 @@ from .. import limits
 from ..errors import RuntimeFailure
 from ..ir import Graph
 from ..shape_inference import infer_shapes
+from ..shapes import has_rank
 
 _UNKNOWN_DIM = 2
 
@@ -47,7 +48,7 @@ def random_feeds(graph: Graph, seed: int = 0, integers: str = "indices") -> dict
             continue
         dtype = node.attr("dtype").base
         declared = shapes.shape(node.output(0))
-        dims = [(_UNKNOWN_DIM if d is None else d) for d in declared.dims] if declared.known_rank else [_UNKNOWN_DIM]
+        dims = [(_UNKNOWN_DIM if d is None else d) for d in declared.dims] if has_rank(declared) else [_UNKNOWN_DIM]
         _check_size(node, dims, dtype)
         if dtype.is_bool:
             value = rng.random(dims) < 0.5

@@ -23,7 +23,7 @@ import numpy as np
 from .. import dtypes
 from ..ir import Graph, Node, TensorRef
 from ..shape_inference import infer_shapes
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from .base import Pass, PassContext, PassResult, register_pass
 
 TO_NCHW = (0, 3, 1, 2)
@@ -149,7 +149,7 @@ def _permute_shape_hint(node: Node, perm: tuple) -> None:
         return
     shapes = node.attr("_output_shapes")
     first = shapes[0]
-    if first.known_rank and first.rank == len(perm):
+    if has_rank(first) and first.rank == len(perm):
         shapes[0] = Shape([first.dims[i] for i in perm])
         node.set_attr("_output_shapes", shapes, kind="list(shape)")
 

@@ -259,8 +259,8 @@ class FoldBatchNorm(ConvBatchNorm):
     def _operands(self, fusion: Fusion) -> list[np.ndarray] | None:
         """filter, scale, offset, mean, variance (float64) when all are constants of fitting shapes."""
         refs = (fusion.contraction.inputs[1], *fusion.first.inputs[1:5])
-        values = [_constant(ref, self.matcher.ctx.fold_max_bytes) for ref in refs]
-        if any(v is None for v in values) or values[0].ndim != 4:
+        values = [v for v in (_constant(ref, self.matcher.ctx.fold_max_bytes) for ref in refs) if v is not None]
+        if len(values) != len(refs) or values[0].ndim != 4:
             return None
         if any(v.shape != values[0].shape[-1:] for v in values[1:]):
             return None

@@ -33,7 +33,8 @@ from math import prod, sqrt
 import ml_dtypes
 import numpy as np
 
-from ..ir import Graph
+from ..ir import Graph, Node
+from ..shapes import has_rank
 
 _MATMULS = {"MatMul": "transpose_a", "_FusedMatMul": "transpose_a", "BatchMatMul": "adj_x",
             "BatchMatMulV2": "adj_x", "BatchMatMulV3": "adj_x"}
@@ -72,9 +73,10 @@ class Tolerance:
 
 def _dims(shapes, ref) -> list[int] | None:
     shape = shapes.shape(ref)
-    if not shape.known_rank or any(d is None for d in shape.dims):
+    if not has_rank(shape):
         return None
-    return list(shape.dims)
+    dims = [d for d in shape.dims if d is not None]
+    return dims if len(dims) == len(shape.dims) else None
 
 
 def terms_summed(node, shapes) -> int:
@@ -121,7 +123,7 @@ def accumulation_depth(graph: Graph, feed_shapes: dict | None = None) -> dict:
     from ..shape_inference import infer_shapes
 
     shapes = infer_shapes(graph, feed_shapes or {})
-    depth = {}
+    depth: dict[Node, float] = {}
     for node in graph.topological_order():
         carried = max((depth.get(ref.node, 0.0) for ref in node.inputs), default=0.0)
         summed = terms_summed(node, shapes)

@@ -65,9 +65,9 @@ class PartitionReport:
     def bytes(self) -> dict:
         """Bytes moved by one execution of each transfer whose shape is fully known (a transfer
         inside a loop moves that much per iteration)."""
-        known = [t for t in self.transfers if t.bytes_sent is not None]
-        sent = sum(t.bytes_sent for t in known)
-        uncompressed = sum(t.bytes_uncompressed for t in known)
+        known = [(t.bytes_sent, t.bytes_uncompressed) for t in self.transfers if t.elements is not None]
+        sent = sum(s for s, _ in known if s is not None)   # (both are known with the shape)
+        uncompressed = sum(u for _, u in known if u is not None)
         return {"sent": sent, "uncompressed": uncompressed, "saved": uncompressed - sent,
                 "transfers_of_unknown_size": len(self.transfers) - len(known)}
 

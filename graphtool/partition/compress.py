@@ -45,6 +45,7 @@ class Compressor:
     def narrow(self, ref: TensorRef) -> TensorRef:
         """`ref` cast to the 16-bit dtype on its own device (one Cast per tensor)."""
         if ref not in self._narrowed:
+            assert self.narrow_dtype is not None   # (callers ask `applies` first)
             suffix = f"_{ref.index}" if ref.index else ""
             cast = self._cast(ref, f"{ref.node.name}/_to_{self.mode}{suffix}", dtypes.float32,
                               self.narrow_dtype, ref.node.device)
@@ -54,6 +55,7 @@ class Compressor:
     def widen(self, received: TensorRef) -> TensorRef:
         """A received 16-bit value cast back to float32 on the receiving device."""
         node = received.node
+        assert self.narrow_dtype is not None   # (only compressed transfers are widened)
         cast = self._cast(received, f"{node.name}/_to_float32", self.narrow_dtype, dtypes.float32, node.device)
         return cast.output(0)
 

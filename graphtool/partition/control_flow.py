@@ -127,6 +127,7 @@ class LoopSkeletons:
                 continue
             self._add(frame, leader)
             if self.liveness.token(frame.name).device != leader:
+                assert frame.parent is not None   # (loops only: the root is not received)
                 receiving.add((frame.parent.name, leader))
 
     # --- building -------------------------------------------------------------------------------
@@ -156,11 +157,12 @@ class LoopSkeletons:
 def frame_devices(info: FrameInfo) -> dict[str, set[str]]:
     """Per frame, the devices holding any of its nodes, its Enters or anything in a loop nested
     in it (a device running an inner loop must also iterate the outer one)."""
-    devices = {name: set() for name in info.frames}
+    devices: dict[str, set[str]] = {name: set() for name in info.frames}
     for name, frame in info.frames.items():
         devices[name].update(n.device for n in frame.nodes)
         devices[name].update(e.device for e in frame.enters)
     for frame in sorted(info.loops, key=lambda f: -f.depth):
+        assert frame.parent is not None   # a loop's frame has the frame it is entered from
         devices[frame.parent.name] |= devices[frame.name]
     return devices
 

@@ -28,6 +28,7 @@ branches span devices needs nothing more.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from ..ir import Graph, Node, TensorRef
 from ..ir.frames import Frame
 from ..ops import opaque
 from ..shape_inference import ShapeResult
-from ..shapes import Shape
+from ..shapes import Shape, has_rank
 from .compress import Compressor
 from .control_flow import LoopSkeletons
 
@@ -115,7 +116,10 @@ class EdgeCutter:
                          "with their neighbours)")
             compressed = self.compressor.applies(dtype)
             sent = self.compressor.narrow(ref) if compressed else ref
-            sent_dtype = self.compressor.narrow_dtype if compressed else dtype
+            sent_dtype = dtype
+            if compressed:
+                assert self.compressor.narrow_dtype is not None   # (applies() said so)
+                sent_dtype = self.compressor.narrow_dtype
             suffix = f"_{ref.index}" if ref.index else ""
             recv = self._pair(sent, sent_dtype, ref.name, (ref.node.name, suffix), device, frame,
                               original_dtype=dtype, shape=self.shapes.shape(ref))
@@ -148,14 +152,14 @@ class EdgeCutter:
         named `BASE/_sendSUFFIX_to_DEVICE` and `BASE/_recvSUFFIX_on_DEVICE` for naming (BASE, SUFFIX)."""
         graph, label = self.graph, self.labels[device]
         base, suffix = naming
-        attrs = {"tensor_name": self._tensor_name(carries), "send_device": sent.node.device,
+        attrs: dict[str, Any] = {"tensor_name": self._tensor_name(carries), "send_device": sent.node.device,
                  "send_device_incarnation": SEND_DEVICE_INCARNATION, "recv_device": device,
                  "client_terminated": False}
         send = graph.add_node("_Send", graph.unique_name(f"{base}/_send{suffix}_to_{label}"),
                               inputs=[sent], device=sent.node.device, attrs={"T": dtype, **attrs})
         recv = graph.add_node("_Recv", graph.unique_name(f"{base}/_recv{suffix}_on_{label}"),
                               device=device, attrs={"tensor_type": dtype, **attrs})
-        if shape.known_rank:
+        if has_rank(shape):
             recv.set_attr("_output_shapes", [shape], kind="list(shape)")
         if not frame.is_root:
             recv.add_control_input(self.skeletons.anchor(frame.name, device))

@@ -103,6 +103,7 @@ def cost_model(summary: ProfileSummary) -> dict:
     per_op: dict[str, dict[str, list[float]]] = {}
     for row in summary.nodes:
         device_type = parse_device_name(row.device).completed().type
+        assert device_type is not None   # completed() fills every field
         seconds = row.time_ns / 1e9
         nodes.setdefault(row.name, {})[device_type] = seconds
         per_op.setdefault(row.op, {}).setdefault(device_type, []).append(seconds)

@@ -172,7 +172,7 @@ def _initialize_tables_first(graph: Graph, initializers: list[str]) -> None:
     """Make every table lookup wait for the init op: it then runs in each step, which refills a
     static table with the entries it already has (a no-op) before it is read, so the frozen
     graph needs no separate initialization run."""
-    inits = [graph.get(name) for name in initializers if graph.get(name) is not None]
+    inits = [node for node in map(graph.get, initializers) if node is not None]
     if not inits:
         return
     upstream, stack = set(), list(inits)

@@ -166,6 +166,7 @@ def _record(scope: _Scope, assign, keys: dict, source: str) -> None:
     variable, value = scope.source(data[0]), scope.source(data[1])
     if variable is None or variable.kind != "variable" or value is None or value.kind != "restore":
         return
+    assert value.scope is not None   # a restore source names the scope it was found in
     restore = value.scope.nodes[value.node]
     restore_inputs = [i for i in restore.input if not i.startswith("^")]
     names = value.scope.constant(restore_inputs[1])

@@ -11,9 +11,10 @@ view is as good as a copy and costs nothing.
 """
 from __future__ import annotations
 
+from ...shapes import has_rank
 from . import array_create, array_diag, array_index, array_scatter, array_select  # noqa: F401
 from .array_common import element_count, host_int, host_ints, shape_str, vector_of, wrap_axis
-from .registry import kernel
+from .registry import KernelContext, kernel
 
 # --- Shape, ShapeN, Size, Rank --------------------------------------------------------------------
 
@@ -181,7 +182,7 @@ def concat_offset(ctx, concat_dim, *shapes):
     return tuple(offsets)
 
 
-def _split_axis(ctx, split_dim, value) -> int:
+def _split_axis(ctx: KernelContext, split_dim, value) -> int:
     axis = host_int(ctx, split_dim, "split_dim")
     wrapped = wrap_axis(axis, value.ndim)
     if wrapped is None:
@@ -294,7 +295,7 @@ def bitcast(ctx, input, *, T):
 
 @kernel("EnsureShape")
 def ensure_shape(ctx, input, *, shape):
-    if shape.known_rank and (input.ndim != shape.rank or any(
+    if has_rank(shape) and (input.ndim != shape.rank or any(
             want is not None and want != have for want, have in zip(shape.dims, input.shape))):
         ctx.fail(f"Shape of tensor input {shape_str(input.shape)} is not compatible with expected "
                  f"shape {shape}.")

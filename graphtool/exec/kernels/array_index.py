@@ -12,7 +12,7 @@ from ...ops.array_index import plan_strided_slice as plan_strided_slice
 from .array_common import (bad_index_rows, check_indices_below, describe_index_row, element_count,
                            first_true, host_int, host_ints, index_rows, shape_str, vector_of,
                            wrap_axis)
-from .registry import kernel
+from .registry import KernelContext, kernel
 
 # --- Slice ----------------------------------------------------------------------------------------
 
@@ -110,7 +110,7 @@ def _checked_batch_dims(ctx, params, indices, axis: int, batch_dims: int) -> int
     return batch_dims
 
 
-def _gather(ctx, params, indices, axis: int, batch_dims: int):
+def _gather(ctx: KernelContext, params, indices, axis: int, batch_dims: int):
     if params.ndim < 1:
         ctx.fail("params must be at least 1 dimensional")
     wrapped = wrap_axis(axis, params.ndim)

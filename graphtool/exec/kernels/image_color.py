@@ -86,7 +86,7 @@ def _hsv_to_rgb_pixels(h, s, v):
     return np.stack(channels, axis=-1).astype(_F32)
 
 
-def _check_adjust(ctx, images, factor, name: str) -> float:
+def _check_adjust(ctx, images, factor, name: str) -> np.float32:
     if images.ndim < 3:
         ctx.fail(f"input must be at least 3-D, got shape{shape_text(images.shape)}")
     if np.ndim(factor) != 0:

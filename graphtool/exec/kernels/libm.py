@@ -34,7 +34,7 @@ _NUMPY = {"logf": np.log, "sinf": np.sin, "cosf": np.cos, "powf": np.power}
 
 def float_function(name: str, *args: np.ndarray) -> np.ndarray:
     """name(*args) in float32 as the C library computes it (args broadcast together)."""
-    args = [np.asarray(arg, np.float32) for arg in args]
+    args = tuple(np.asarray(arg, np.float32) for arg in args)
     if name in _FUNCTIONS and all(arg.size for arg in args):
         return np.asarray(_FUNCTIONS[name](*(arg.astype(np.float64) for arg in args))).astype(np.float32)
     return np.asarray(_NUMPY[name](*(arg.astype(np.float64) for arg in args))).astype(np.float32)

@@ -118,7 +118,7 @@ def _pairs(ctx, table: Table, keys, values) -> list:
 
 def _initialize(ctx, table: Table, pairs: list) -> None:
     """Fill a static table once; again with the same entries is a no-op (TensorFlow's rule)."""
-    entries = {}
+    entries: dict = {}   # key -> value (of the table's key and value types)
     for key, value in pairs:
         if entries.setdefault(key, value) != value:
             ctx.fail(f"HashTable has different value for same key. Key {key!r} has {entries[key]!r} and "
@@ -219,7 +219,8 @@ def _text_file_entries(ctx, path: str, key_index: int, value_index: int, vocab_s
         ctx.fail(f"{path}; {exc.strerror or 'cannot be read'}")
     except InvalidGraphError as exc:
         ctx.fail(f"vocabulary file {exc.one_line()}")
-    lines, position = [], 0
+    lines: list[bytes] = []
+    position = 0
     for raw in data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n"):
         position += len(raw) + 1
         if vocab_size != -1 and len(lines) == vocab_size:

@@ -25,7 +25,7 @@ from .registry import CPU
 
 # Significand bits, implicit bit included (C++'s numeric_limits<T>::digits).
 _SIGNIFICAND_BITS = {FLOAT16: 11, BFLOAT16: 8, FLOAT32: 24, FLOAT64: 53}
-_UNSIGNED_OF_SIZE = {2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+_UNSIGNED_OF_SIZE: dict[int, np.dtype] = {2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 
 
 @math_kernel("Cast", devices=(CPU,))   # GPU: gpu_host_memory.py (bfloat16 is cast on the host)

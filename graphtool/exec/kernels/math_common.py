@@ -14,7 +14,7 @@ import functools
 import ml_dtypes
 import numpy as np
 
-from .registry import CPU, GPU, kernel
+from .registry import CPU, GPU, KernelContext, kernel
 
 FLOAT16 = np.dtype(np.float16)
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
@@ -90,7 +90,7 @@ def shape_text(shape) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
-def broadcast_shape(ctx, *arrays) -> tuple[int, ...]:
+def broadcast_shape(ctx: KernelContext, *arrays) -> tuple[int, ...]:
     """The broadcast shape of the arrays, or TensorFlow's "Incompatible shapes" error."""
     try:
         return np.broadcast_shapes(*(a.shape for a in arrays))

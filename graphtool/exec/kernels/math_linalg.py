@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .math_common import compute_dtype, is_complex, math_kernel, shape_text
+from .registry import KernelContext
 
 ELLIPSIS = "..."
 # Einsum labels are any characters but '.'; numpy's einsum wants letters.
@@ -107,7 +108,7 @@ def _ellipsis_span(labels, rank: int) -> tuple[int, int]:
     return start, rank - (len(labels) - start - 1)
 
 
-def _label_dims(ctx, operands, input_labels) -> tuple[dict[str, int], tuple[int, ...]]:
+def _label_dims(ctx: KernelContext, operands, input_labels) -> tuple[dict[str, int], tuple[int, ...]]:
     """The dimension of every named label (checked to agree) and the broadcast shape of the
     dims the ellipses cover."""
     dims: dict[str, int] = {}

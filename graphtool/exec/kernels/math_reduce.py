@@ -124,10 +124,10 @@ def reduce_any(ctx, x, axes, keep_dims):
 def _scalar_axis(ctx, x, axis_tensor, not_scalar: str, out_of_range: str) -> int:
     """The axis named by a scalar tensor, checked against x's rank and made non-negative; the
     messages are formatted with the axis tensor's shape and the axis / rank."""
-    axis = to_host(axis_tensor)
-    if axis.ndim != 0:
-        ctx.fail(not_scalar.format(shape=shape_text(axis.shape)))
-    axis = int(axis)
+    value = to_host(axis_tensor)
+    if value.ndim != 0:
+        ctx.fail(not_scalar.format(shape=shape_text(value.shape)))
+    axis = int(value)
     if not -x.ndim <= axis < x.ndim:
         ctx.fail(out_of_range.format(axis=axis, low=-x.ndim, rank=x.ndim))
     return axis % x.ndim

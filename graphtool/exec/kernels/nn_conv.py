@@ -177,7 +177,7 @@ def conv_backprop_filter(xp, image, grad, window: Window, groups: int, filter_sh
     out_channels = filter_shape[-1]
     bytes_per_output = window.tap_count * image.shape[-1] * image.itemsize
     blocks = output_blocks(window, image.shape[0], bytes_per_output)
-    parts = [None] * len(blocks)
+    parts: list = [None] * len(blocks)   # each block's product, filled by compute()
 
     def compute(index):
         block = blocks[index]

@@ -192,7 +192,8 @@ class _Entry:
     __slots__ = ("parent", "label", "children", "old", "new")
 
     def __init__(self, parent, label: int):
-        self.parent, self.label, self.children = parent, label, {}
+        self.parent, self.label = parent, label
+        self.children: dict[int, _Entry] = {}   # label -> the prefix extended by it
         self.old = [-np.inf, -np.inf, -np.inf]     # total, blank, label
         self.new = [-np.inf, -np.inf, -np.inf]
 
@@ -220,7 +221,8 @@ class _Beam:
     """TensorFlow's bounded top-N of entries by new total (ties keep insertion order)."""
 
     def __init__(self, width: int):
-        self.width, self.entries = width, []
+        self.width = width
+        self.entries: list[_Entry] = []
 
     def bottom(self) -> _Entry:
         return min(self.entries, key=lambda e: e.new[0])

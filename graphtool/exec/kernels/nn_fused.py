@@ -67,7 +67,8 @@ def _apply_fused_ops(ctx, value, args, fused_ops, fusions: Fusions, *, epsilon, 
     elif first == "BiasAdd":
         value = value + args[0]
     else:
-        value = batch_norm_inference(ctx.xp, value, *args, epsilon, Channels(value, "NHWC"))
+        scale, offset, mean, variance = args   # (parse checked there are 4)
+        value = batch_norm_inference(ctx.xp, value, scale, offset, mean, variance, epsilon, Channels(value, "NHWC"))
     if activation is None:
         return value
     if in_place and activation in ("Relu", "Relu6"):

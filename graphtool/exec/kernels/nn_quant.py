@@ -151,7 +151,8 @@ def _range_arrays(ctx, x, low, high, axis: int, range_given: bool):
     if axis == -1:
         if low.ndim or high.ndim:
             ctx.fail(f"input_min and input_max must be scalars: {shape_text(low.shape)}, {shape_text(high.shape)}")
-        reduce_axes, shape = None, ()
+        reduce_axes: tuple[int, ...] | None = None
+        shape: tuple[int, ...] = ()
     else:
         if axis >= x.ndim:
             ctx.fail(f"axis {axis} is out of range for an input of rank {x.ndim}")

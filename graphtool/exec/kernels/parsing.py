@@ -17,6 +17,7 @@ import numpy as np
 
 from ...proto import example_pb2
 from .gpu_host_memory import host_kernel
+from .registry import KernelContext
 
 _KINDS = {"float32": "float_list", "int64": "int64_list", "string": "bytes_list"}
 _KIND_NAMES = {"float_list": "float", "int64_list": "int64", "bytes_list": "string"}
@@ -59,7 +60,7 @@ def _array(values: list, dtype, shape=None) -> np.ndarray:
     return out if shape is None else out.reshape(shape)
 
 
-def _dense(ctx, examples, key: str, default, dtype, shape, batch_shape, index_of_key: int) -> np.ndarray:
+def _dense(ctx: KernelContext, examples, key: str, default, dtype, shape, batch_shape, index_of_key: int) -> np.ndarray:
     dims = list(shape.dims)
     variable = bool(dims) and dims[0] is None
     if variable and default.size != 1:
@@ -95,7 +96,9 @@ def _dense(ctx, examples, key: str, default, dtype, shape, batch_shape, index_of
 
 
 def _sparse(ctx, examples, key: str, dtype, scalar: bool):
-    indices, values, longest = [], [], 0
+    indices: list[tuple[int, ...]] = []
+    values: list = []
+    longest = 0
     for index, example in enumerate(examples):
         found = _values(ctx, example, key, dtype, index) or []
         indices.extend(((j,) if scalar else (index, j)) for j in range(len(found)))

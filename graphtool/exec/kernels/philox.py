@@ -16,6 +16,8 @@ Facts carried over from TensorFlow (philox_random.h, random_distributions.h, sta
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import ml_dtypes
 import numpy as np
 
@@ -33,7 +35,8 @@ RESERVED_SAMPLES_PER_OUTPUT = 256
 class Philox:
     """A Philox4x32-10 generator position: key (k0, k1) and counter as four uint32 words."""
 
-    def __init__(self, key: tuple[int, int], counter: tuple[int, int, int, int]):
+    def __init__(self, key: Sequence[int], counter: Sequence[int]):
+        """`key`: 2 and `counter`: 4 uint32 words (taken modulo 2**32)."""
         self.key = tuple(int(k) & 0xFFFFFFFF for k in key)
         self.counter = tuple(int(c) & 0xFFFFFFFF for c in counter)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
+from typing import Callable, NoReturn
 
 from ..resources import current_step_resources
 
@@ -110,7 +110,7 @@ class KernelContext:
         """The numpy dtype of output `index`."""
         return self.np_out_dtypes[index]
 
-    def fail(self, message: str):
+    def fail(self, message: str) -> NoReturn:
         raise KernelError(message)
 
     def check_slots(self, count: int, what: str) -> None:

@@ -150,7 +150,8 @@ def decode_raw(ctx, bytes, *, out_type, little_endian):
 
 def _csv_fields(ctx, record: bytes, delim: bytes, use_quote: bool, index: int) -> list[bytes]:
     """The fields of one record: quoted fields may hold the delimiter and "" for a quote."""
-    fields, at, size = [], 0, len(record)
+    fields: list[bytes] = []
+    at, size = 0, len(record)
     if not record:
         return fields   # an empty line has no fields at all (TensorFlow's count is 0)
     while True:

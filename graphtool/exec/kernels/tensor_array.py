@@ -22,7 +22,7 @@ import threading
 import numpy as np
 
 from ... import dtypes
-from ...shapes import Shape, ShapeError
+from ...shapes import Shape, ShapeError, has_rank
 from ..resources import unique_name
 from .registry import KernelError, check_slots, kernel
 
@@ -222,13 +222,14 @@ class TensorArray:
                 f"the full element_shape property on the forward TensorArray, the proper all-zeros tensor "
                 f"will be returned instead of incurring this error.")
         size = len(self._elements)
+        zeros: list[_Element]
         if index < size:
-            zeros = (self._elements[index],)
+            zeros = [self._elements[index]]
         else:   # a gradient array read past its end grows, as TensorFlow's does
             self._grow(index + 1)
             zeros = self._elements[size:]
         for element in zeros:
-            element.shape, element.written = tuple(self.element_shape.dims), True
+            element.shape, element.written = tuple(self.element_shape), True
 
     # --- gradients --------------------------------------------------------------------------
     def gradient_array(self, name: str, shape_to_prepend: tuple[int, ...]) -> "TensorArray":
@@ -238,12 +239,13 @@ class TensorArray:
             self._check_open()
             self.dynamic_size = False   # once gradients exist, the forward array stops growing
             forward_shape = self.element_shape
-            element_shape = (Shape(shape_to_prepend).concatenate(forward_shape) if forward_shape.known_rank
+            element_shape = (Shape(shape_to_prepend).concatenate(forward_shape) if has_rank(forward_shape)
                              else Shape.unknown())
             grad = TensorArray(name, self.dtype, len(self._elements), element_shape,
                                identical_element_shapes=self.identical_element_shapes, is_grad=True)
             for mine, theirs in zip(self._elements, grad._elements):
                 if mine.written:
+                    assert mine.shape is not None   # a written element has its shape
                     theirs.shape, theirs.written = tuple(shape_to_prepend) + mine.shape, True
             return grad
 

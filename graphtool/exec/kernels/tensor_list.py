@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes
-from ...shapes import Shape, ShapeError
-from .registry import CPU, kernel
+from ...shapes import Shape, ShapeError, has_rank
+from .registry import CPU, KernelContext, kernel
 from .tensor_list_value import TensorList, local, variant_scalar
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -46,7 +46,7 @@ def shape_from_tensor(ctx, tensor) -> Shape:
     return Shape(dims)
 
 
-def _merge(ctx, a: Shape, b: Shape) -> Shape:
+def _merge(ctx: KernelContext, a: Shape, b: Shape) -> Shape:
     try:
         return a.merge(b)
     except ShapeError:
@@ -108,7 +108,7 @@ def _filled(ctx, elements, shape: Shape, dtype, message: str) -> list:
 
 def _stacked(ctx, elements, shape: Shape, dtype):
     if not elements:
-        return ctx.xp.zeros((0, *shape.dims), dtype=dtype.numpy)
+        return ctx.xp.zeros((0, *shape), dtype=dtype.numpy)
     return ctx.xp.stack(elements)
 
 
@@ -166,11 +166,11 @@ def tensor_list_scatter(ctx, tensor, indices, element_shape, num_elements=None):
 @kernel("TensorListSplit")
 def tensor_list_split(ctx, tensor, element_shape, lengths):
     shape = shape_from_tensor(ctx, element_shape)
-    if shape.known_rank and shape.rank < 1:
+    if has_rank(shape) and shape.rank < 1:
         ctx.fail(f"TensorListSplit requires element_shape to be at least of rank 1, but saw: {shape}")
     _require_vector_or_higher(ctx, tensor)
     rest = Shape(tensor.shape[1:])
-    if shape.known_rank and not Shape(shape.dims[1:]).is_compatible_with(rest):
+    if has_rank(shape) and not Shape(shape.dims[1:]).is_compatible_with(rest):
         ctx.fail(f"tensor shape {Shape(tensor.shape)} is not compatible with element_shape {shape}")
     if lengths.ndim != 1:
         ctx.fail(f"Expected lengths to be a vector, received shape: {Shape(lengths.shape)}")
@@ -377,7 +377,7 @@ def tensor_list_gather(ctx, handle, indices, element_shape, *, element_dtype):
 
 @kernel("TensorListConcat")
 def tensor_list_concat(ctx, handle, *, element_dtype, element_shape):
-    rest = Shape(element_shape.dims[1:]) if element_shape.known_rank else Shape.unknown()
+    rest = Shape(element_shape.dims[1:]) if has_rank(element_shape) else Shape.unknown()
     return _concat(ctx, _typed_list(ctx, handle, element_dtype), element_dtype, rest, None, None)
 
 
@@ -385,9 +385,9 @@ def tensor_list_concat(ctx, handle, *, element_dtype, element_shape):
 def tensor_list_concat_v2(ctx, handle, element_shape, leading_dims, *, element_dtype):
     tensor_list = _typed_list(ctx, handle, element_dtype)
     shape = _merge(ctx, shape_from_tensor(ctx, element_shape), tensor_list.element_shape)
-    if shape.known_rank and shape.rank < 1:
+    if has_rank(shape) and shape.rank < 1:
         ctx.fail("Concat requires elements to be at least vectors, found scalars instead.")
-    if not shape.known_rank:
+    if not has_rank(shape):
         return _concat(ctx, tensor_list, element_dtype, Shape.unknown(), None, leading_dims)
     return _concat(ctx, tensor_list, element_dtype, Shape(shape.dims[1:]), shape[0], leading_dims)
 
@@ -420,9 +420,9 @@ def _concat(ctx, tensor_list: TensorList, element_dtype, rest: Shape, first_dim,
         else:
             lengths.append(leading[i])
     xp = ctx.xp
-    pieces = [xp.zeros((n, *rest.dims), dtype=element_dtype.numpy) if e is None else e
+    pieces = [xp.zeros((n, *rest), dtype=element_dtype.numpy) if e is None else e
               for e, n in zip(elements, lengths)]
-    value = xp.concatenate(pieces) if pieces else xp.zeros((0, *rest.dims), dtype=element_dtype.numpy)
+    value = xp.concatenate(pieces) if pieces else xp.zeros((0, *rest), dtype=element_dtype.numpy)
     return value, xp.asarray(lengths, dtype=np.int64).reshape(-1)
 
 
@@ -456,6 +456,6 @@ def tensor_list_length(ctx, handle):
 @kernel("TensorListElementShape")
 def tensor_list_element_shape(ctx, handle, *, shape_type):
     shape = _input_list(ctx, handle).element_shape
-    if not shape.known_rank:
+    if not has_rank(shape):
         return ctx.xp.asarray(-1, dtype=shape_type.numpy)
     return ctx.xp.asarray([-1 if d is None else d for d in shape.dims], dtype=shape_type.numpy).reshape(-1)

@@ -48,7 +48,7 @@ class TensorList:
         self.length = len(_store.data)
         # None: this version owns the store's data. Else (start, end, items, newer): this version is
         # `newer` with newer[start:end] replaced by items.
-        self._diff = None
+        self._diff: tuple[int, int, list, TensorList] | None = None
 
     def __repr__(self) -> str:
         return f"TensorList({self.element_dtype.name}, {self.element_shape}, length={self.length})"
@@ -100,13 +100,13 @@ class TensorList:
 
     def _reroot(self) -> list:
         """Make this version the store's owner and return the store's data."""
-        path, version = [], self
+        path: list[tuple[TensorList, tuple[int, int, list, TensorList]]] = []   # (version, its diff)
+        version = self
         while version._diff is not None:
-            path.append(version)
+            path.append((version, version._diff))
             version = version._diff[3]
         data = self._store.data
-        for older in reversed(path):          # from the owner's side back to this version
-            start, end, items, newer = older._diff
+        for older, (start, end, items, newer) in reversed(path):   # from the owner's side back to this version
             removed = data[start:end]
             data[start:end] = items
             newer._diff = (start, start + len(items), removed, older)

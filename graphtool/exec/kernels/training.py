@@ -324,7 +324,7 @@ def _kernel_for(op: str):
     parameters = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_ONLY),
                   inspect.Parameter("inputs", inspect.Parameter.VAR_POSITIONAL)]
     parameters += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY) for name in attr_names]
-    run.__signature__ = inspect.Signature(parameters)
+    run.__signature__ = inspect.Signature(parameters)   # type: ignore[attr-defined]  # functions take attributes; inspect.signature() reads this one
     run.__name__ = op
     return run
 

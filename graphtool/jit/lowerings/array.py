@@ -11,6 +11,8 @@ or select values, so every dtype with a jax equivalent is taken, half precision 
 """
 from __future__ import annotations
 
+from typing import NoReturn
+
 import numpy as np
 
 from ...exec.kernels import array as array_kernels
@@ -22,7 +24,7 @@ class _SizeContext:
     """What the interpreter's size helpers need of a kernel context: a way to fail (at trace
     time, so the cluster falls back to the interpreter, which reports the error itself)."""
 
-    def fail(self, message: str):
+    def fail(self, message: str) -> NoReturn:
         raise ValueError(message)
 
 

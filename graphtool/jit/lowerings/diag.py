@@ -8,24 +8,21 @@ from __future__ import annotations
 
 from .common import lowering, traced_kernel
 
-_HALF = {"half": True, "complex_ok": True}
-
-
-@lowering("MatrixDiagPart", "MatrixDiag", "MatrixSetDiag", **_HALF)
+@lowering("MatrixDiagPart", "MatrixDiag", "MatrixSetDiag", half=True, complex_ok=True)
 def diag_v1(ctx, *inputs):
     return traced_kernel(ctx, *inputs)
 
 
-@lowering("MatrixDiagPartV2", "MatrixDiagPartV3", static_inputs=(1,), **_HALF)
+@lowering("MatrixDiagPartV2", "MatrixDiagPartV3", static_inputs=(1,), half=True, complex_ok=True)
 def diag_part(ctx, x, k, padding_value):
     return traced_kernel(ctx, x, k, padding_value)
 
 
-@lowering("MatrixDiagV2", "MatrixDiagV3", static_inputs=(1, 2, 3), **_HALF)
+@lowering("MatrixDiagV2", "MatrixDiagV3", static_inputs=(1, 2, 3), half=True, complex_ok=True)
 def matrix_diag(ctx, diagonal, k, num_rows, num_cols, padding_value):
     return traced_kernel(ctx, diagonal, k, num_rows, num_cols, padding_value)
 
 
-@lowering("MatrixSetDiagV2", "MatrixSetDiagV3", static_inputs=(2,), **_HALF)
+@lowering("MatrixSetDiagV2", "MatrixSetDiagV3", static_inputs=(2,), half=True, complex_ok=True)
 def set_diag(ctx, x, diagonal, k):
     return traced_kernel(ctx, x, diagonal, k)

@@ -19,9 +19,12 @@ interpreter (`dftool run -v --jit` and `profile` report it).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ...ir import Node
 
 _LOWERINGS: dict[str, "LoweringDef"] = {}
 
@@ -47,7 +50,7 @@ class LoweringDef:
 class LowerContext:
     """What a lowering may ask about the node it lowers."""
 
-    node: object                  # the ir.Node
+    node: Node
     output_dtypes: list = field(default_factory=list)   # numpy dtypes, one per output
     jnp: object = None            # jax.numpy
     lax: object = None            # jax.lax
