@@ -79,7 +79,7 @@ def show(console: Console, *renderables) -> None:
     never wrapped: one row or message per line, names whole."""
     for item in renderables:
         if isinstance(item, Table) and not console.is_terminal:
-            item.box = None
+            item.box, item.pad_edge = None, False
             for column in item.columns:
                 column.no_wrap = True
             with console.capture() as captured:
