@@ -7,6 +7,7 @@ import shlex
 import click
 from rich.table import Table
 
+from graphtool import graph_io
 from graphtool.errors import InvalidGraphError
 from graphtool.inspect import inspect_graph, problem_summary
 
@@ -31,6 +32,8 @@ def command(graph: str, as_json: bool, report_path: str | None, signature: str |
 
     if as_json:
         take_stdout()
+    if report_path:
+        graph_io.check_writable(report_path)
     build_problems: list[str] = []
     source = "<stdin>" if graph == "-" else graph
     with stage(f"loading {source}"):

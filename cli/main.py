@@ -172,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     from .common import settings
 
     limits.reset()  # bounds come from this command line and the environment, not an earlier call
+    settings.__dict__.update(type(settings)().__dict__)   # so do -q/-v/--debug and who has stdout
     if "--debug" in argv:
         settings.debug = True
 

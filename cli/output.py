@@ -40,7 +40,8 @@ SPINNER_DELAY_S = 0.2
 
 
 def _console(stderr: bool) -> Console:
-    console = Console(stderr=stderr, highlight=False, soft_wrap=False)
+    # emoji off: a name such as 'a:smile:b' must print as it is.
+    console = Console(stderr=stderr, highlight=False, soft_wrap=False, emoji=False)
     if not console.is_terminal:
         console.width = NO_WRAP_WIDTH
     return console

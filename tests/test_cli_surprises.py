@@ -31,6 +31,15 @@ def pinned_mlp(tmp_path, every: int = 1) -> str:
 
 # --- a GPU that is not there --------------------------------------------------------------------
 
+def _gpu_present() -> bool:
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:   # no cupy, no driver, no device
+        return False
+
+
+@pytest.mark.skipif(_gpu_present(), reason="a GPU is present: this checks the no-GPU fallback")
 @pytest.mark.parametrize("every", [1, 2], ids=["whole graph", "half the nodes"])
 def test_a_gpu_pinned_graph_without_a_gpu_runs_on_the_cpu_with_one_notice(tmp_path, every):
     code, stdout, stderr = run_dftool("run", pinned_mlp(tmp_path, every), "--feeds", MLP_FEEDS)
@@ -194,30 +203,26 @@ def test_cast_feeds_never_turns_floats_into_integers(tmp_path):
 
 # --- an OUT that cannot be written ------------------------------------------------------------------
 
+def _directory(path):
+    path.mkdir()
+    return path
+
+
 @pytest.mark.parametrize("make_out", [
-    lambda tmp: tmp / "missing" / "out.pb",          # no such directory
-    lambda tmp: tmp,                                  # a directory
-    lambda tmp: tmp / ("n" * 300 + ".pb"),            # a name longer than the file system allows
-    lambda tmp: tmp / "file.pb" / "out.pb",           # a path through a file
+    lambda tmp, ext: tmp / "missing" / f"out{ext}",             # no such directory
+    lambda tmp, ext: _directory(tmp / f"dir{ext}"),              # a directory
+    lambda tmp, ext: tmp / ("n" * 300 + ext),                     # a name longer than file systems allow
+    lambda tmp, ext: tmp / "file.pb" / f"out{ext}",              # a path through a file
 ], ids=["missing directory", "directory", "name too long", "through a file"])
 def test_an_unwritable_out_is_a_clean_usage_error(tmp_path, make_out):
     (tmp_path / "file.pb").write_bytes(b"")
-    out = make_out(tmp_path)
-    for args in (("optimize", MLP, out), ("run", MLP, "--feeds", MLP_FEEDS, "--output", str(out)[:-3] + ".npz"),
-                 ("inspect", MLP, "--report", str(out)[:-3] + ".json")):
+    for args in (("optimize", MLP, make_out(tmp_path, ".pb")),
+                 ("run", MLP, "--feeds", MLP_FEEDS, "--output", make_out(tmp_path, ".npz")),
+                 ("inspect", MLP, "--report", make_out(tmp_path, ".json"))):
         code, stdout, stderr = run_dftool(*args)
         assert code == 2, stderr
-        line = error_line(stderr)
-        assert "internal error" not in line and stdout == ""
-
-
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to run as another user")
-def test_an_out_in_a_directory_without_write_permission_is_a_clean_usage_error(tmp_path):
-    locked = tmp_path / "locked"
-    locked.mkdir(mode=0o555)
-    tmp_path.chmod(0o755)
-    code, _, stderr = run_dftool("place", MLP, locked / "out.pb", user=65534)
-    assert code == 2 and "not writable" in error_line(stderr)
+        assert "internal error" not in error_line(stderr)
+        assert args[0] == "inspect" or stdout == ""
 
 
 # --- unknown names ------------------------------------------------------------------------------------
