@@ -124,9 +124,10 @@ def prepare_graph_output(path: str, *, text: bool, binary: bool, as_json: bool =
         if path == graph_io.STDIO:
             raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
         take_stdout()
-    if path == graph_io.STDIO:
-        take_stdout()
-        if not text and not binary and _stdout_is_terminal():
+    if path == graph_io.STDIO or graph_io.is_stream(path):
+        if path == graph_io.STDIO:
+            take_stdout()
+        if not text and not binary and _is_terminal(path):
             raise UsageError("refusing to write a binary GraphDef to the terminal",
                              hint="add --text for the readable form, or redirect stdout to a file or pipe "
                                   "(> out.pb)")
@@ -139,9 +140,16 @@ def prepare_graph_output(path: str, *, text: bool, binary: bool, as_json: bool =
     return True if text else (False if binary else None)
 
 
-def _stdout_is_terminal() -> bool:
+def _is_terminal(path: str) -> bool:
+    """Whether OUT ('-': stdout, or a device such as /dev/tty) is a terminal."""
     try:
-        return os.isatty(sys.stdout.fileno())
+        if path == graph_io.STDIO:
+            return os.isatty(sys.stdout.fileno())
+        fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK)
+        try:
+            return os.isatty(fd)
+        finally:
+            os.close(fd)
     except (AttributeError, OSError, ValueError):
         return False
 

@@ -24,9 +24,10 @@ OUTPUT_FORMATS = {".npz": "an .npz archive keyed by the fetch strings", ".npy": 
 
 def check_output_name(path: str, fetch_count: int) -> None:
     """--output's format follows its name: .npz, or .npy for exactly one fetch; UsageError (exit
-    2) for anything else, before the graph runs."""
+    2) for anything else, before the graph runs. What is not a file (/dev/stdout, a FIFO) gets
+    an .npz archive."""
     suffix = os.path.splitext(path)[1].lower()
-    if suffix not in OUTPUT_FORMATS:
+    if suffix not in OUTPUT_FORMATS and not graph_io.is_stream(path):
         raise UsageError(f"--output {path}: dftool writes results as .npz (or .npy for one fetch), "
                          f"not '{suffix or 'a name without extension'}'",
                          hint=f"name it {os.path.splitext(path)[0] or 'results'}.npz")

@@ -267,6 +267,17 @@ def write_atomic(path: str, data: bytes) -> None:
     _replace(path, *where, data)
 
 
+def is_stream(path: str) -> bool:
+    """Whether OUT is written through rather than replaced: stdout, a device, a FIFO."""
+    if path == STDIO:
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return S_ISCHR(mode) or S_ISBLK(mode) or S_ISFIFO(mode)
+
+
 def check_writable(path: str) -> None:
     """The checks write_atomic makes before writing, made up front (a command calls this before
     minutes of work, so that an unwritable OUT fails at once): UsageError (exit 2) naming `path`."""
