@@ -19,6 +19,7 @@ from typing import Iterator
 from dataclasses import dataclass
 
 from rich.console import Console
+from rich.status import Status
 from rich.table import Table
 
 
@@ -121,7 +122,7 @@ class _Spinner:
 
     def __init__(self, text: str):
         self._lock = threading.Lock()
-        self._status = None
+        self._status: Status | None = None
         self._stopped = False
         self._text = text
         self._timer = threading.Timer(SPINNER_DELAY_S, self._start)
@@ -131,8 +132,8 @@ class _Spinner:
     def _start(self) -> None:
         with self._lock:
             if not self._stopped:
-                self._status = err_console.status(self._text)
-                self._status.start()
+                status = self._status = err_console.status(self._text)
+                status.start()
 
     def update(self, text: str) -> None:
         with self._lock:

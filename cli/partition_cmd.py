@@ -7,7 +7,6 @@ import click
 from rich.table import Table
 
 from graphtool import graph_io
-from graphtool.errors import UsageError
 
 from . import output
 from .common import (common_options, console, emit_report, graph_output_options, info, load_graph, lower_if_needed,

@@ -10,8 +10,6 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from graphtool.errors import UsageError
-
 from graphtool import graph_io
 
 from . import output

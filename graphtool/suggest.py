@@ -18,7 +18,7 @@ def close_names(name: str, candidates: Iterable[str], limit: int = MAX_SUGGESTIO
     found: list[str] = [c for c in pool if c.lower() == wanted and c != name]
     found += [c for c in pool if c.rsplit("/", 1)[-1].lower() == wanted and c not in found and c != name]
     if len(found) < limit:
-        lowered = {}
+        lowered: dict[str, str] = {}
         for candidate in pool:
             lowered.setdefault(candidate.lower(), candidate)
         for match in difflib.get_close_matches(wanted, list(lowered), n=limit, cutoff=0.6):
