@@ -41,8 +41,9 @@ SPINNER_DELAY_S = 0.2
 
 
 def _console(stderr: bool) -> Console:
-    # emoji off: a name such as 'a:smile:b' must print as it is.
-    console = Console(stderr=stderr, highlight=False, soft_wrap=False, emoji=False)
+    # Markup and emoji codes off: a name or message such as 'shape [batch]' or 'a:smile:b'
+    # (table cells included) prints as it is.
+    console = Console(stderr=stderr, highlight=False, soft_wrap=False, emoji=False, markup=False)
     if not console.is_terminal:
         console.width = NO_WRAP_WIDTH
     return console
