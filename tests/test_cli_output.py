@@ -198,3 +198,37 @@ def test_a_quick_stage_shows_no_spinner(monkeypatch):
         pass
     time.sleep(output.SPINNER_DELAY_S + 0.1)   # the timer was cancelled: nothing starts late
     assert terminal.getvalue() == ""
+
+
+@pytest.mark.slow
+def test_a_large_graph_shows_a_spinner_on_a_terminal_and_none_on_the_pipe(tmp_path):
+    """End to end: stderr on a pseudo-terminal gets rich's spinner while a 20,000-node graph
+    loads (well past the spinner's delay), cleared afterwards; stdout, a pipe, gets plain text."""
+    import pty
+
+    b = GraphBuilder()
+    tensor = b.placeholder(dtypes.float32, [2], name="x")
+    for index in range(20000):
+        tensor = b.op("Identity", [tensor], name=f"n{index}")
+    graph = tmp_path / "chain.pb"
+    graph.write_bytes(b.to_graphdef().SerializeToString())
+    main, replica = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "cli.main", "inspect", graph.name], stdout=subprocess.PIPE,
+                              stderr=replica, stdin=subprocess.DEVNULL, cwd=tmp_path, env=env, timeout=300)
+    finally:
+        os.close(replica)
+    terminal = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:   # EIO once the other side is closed and drained
+            break
+        if not chunk:
+            break
+        terminal += chunk
+    os.close(main)
+    assert proc.returncode == 0
+    assert b"loading chain.pb ..." in terminal and b"\x1b[2K" in terminal
+    assert b"\x1b[" not in proc.stdout and b"20001 nodes" in proc.stdout
