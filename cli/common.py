@@ -1,9 +1,9 @@
 """What every command shares: common options, graph loading/saving, reports (output: cli/output.py)."""
 from __future__ import annotations
 
-import json
 import os
 import sys
+
 import click
 
 from graphtool import graph_io, limits
@@ -11,8 +11,8 @@ from graphtool.errors import DftoolError, InvalidGraphError, UsageError
 from graphtool.ir import Graph, to_graphdef
 
 from .output import detail, err_console, notice, settings, stage, take_stdout
+from .report import emit_report  # the JSON reports live in report.py; commands import it from here
 
-REPORT_SCHEMA_VERSION = 1
 # Notices, warnings and progress: stderr.
 console = err_console
 
@@ -160,23 +160,6 @@ def save_graph(graph: Graph, path: str, *, text: bool | None = None) -> None:
     prepare_graph_output."""
     with stage(f"writing {'<stdout>' if path == graph_io.STDIO else path}"):
         graph_io.save_graphdef(to_graphdef(graph), path, text=text)
-
-
-def emit_report(report: dict, *, as_json: bool, report_path: str | None) -> None:
-    """Write a versioned JSON report to --report FILE (atomically) and/or stdout (--json)."""
-    payload = {"schema_version": REPORT_SCHEMA_VERSION, **report}
-    text = json.dumps(payload, indent=2, sort_keys=False, default=_json_default) + "\n"
-    if report_path:
-        graph_io.write_atomic(report_path, text.encode())
-    if as_json:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-
-def _json_default(value):
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)
 
 
 __all__ = ["DftoolError", "InvalidGraphError", "common_options", "console", "emit_report", "graph_output_options",

@@ -4,9 +4,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from graphtool.errors import InvalidGraphError, UsageError
-
 from graphtool import graph_io
+from graphtool.errors import InvalidGraphError, UsageError
 
 from . import output
 from .common import (common_options, console, emit_report, graph_output_options, info, load_graph, lower_if_needed,
@@ -39,7 +38,8 @@ def _gradient_table(report) -> Table:
 @common_options
 def command(input_path, output_path, y, xs, prefix, text, binary, as_json, report, signature):
     """Add the gradient of --y with respect to each --x to IN and write OUT."""
-    from graphtool.grad.driver import add_gradients, default_xs
+    from graphtool import api
+    from graphtool.grad.driver import default_xs
 
     text = prepare_graph_output(output_path, text=text, binary=binary, as_json=as_json)
     if report:
@@ -52,7 +52,7 @@ def command(input_path, output_path, y, xs, prefix, text, binary, as_json, repor
                          hint="name the tensors to differentiate with respect to with --x")
     try:
         with stage("differentiating"):
-            result = add_gradients(graph, y, chosen, prefix)
+            graph, result = api.grad(graph, y, chosen, prefix=prefix, inplace=True, report=True)
     except InvalidGraphError as exc:   # e.g. unknown ops on the path: say which file
         raise InvalidGraphError(f"{'<stdin>' if input_path == '-' else input_path}: {exc}", hint=exc.hint) from None
     save_graph(graph, output_path, text=text)
@@ -68,5 +68,5 @@ def command(input_path, output_path, y, xs, prefix, text, binary, as_json, repor
              + f", {result.nodes_added} nodes added, {result.loops} backward loop(s), "
              f"{result.stacks} value(s) saved on stacks, {zeros} zero gradient(s)")
     if as_json or report:
-        emit_report({"command": "grad", "input": input_path, "output": output_path, **result.to_dict()},
+        emit_report({"command": "grad", "graph": input_path, "output": output_path, **result.to_dict()},
                     as_json=as_json, report_path=report)

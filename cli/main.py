@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "place_cmd",
     "partition_cmd",
     "profile_cmd",
+    "samples_cmd",
 )
 
 # signal name -> (exit code, what the error line says). 128 + the signal number, as shells report it.

@@ -11,9 +11,9 @@ from graphtool import graph_io
 from graphtool.errors import DftoolError, RuntimeFailure, UsageError
 from graphtool.suggest import did_you_mean
 
+from . import output
 from .common import (common_options, console, emit_report, graph_output_options, info, load_graph, prepare_graph_output,
                      save_graph, settings, signature_option)
-from . import output
 from .output import show, stage
 
 
@@ -109,9 +109,10 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
             dump_dir, verify_runs, feeds_file, timeout, verify_tolerance, strict_fp, text, binary, as_json, report,
             signature):
     """Optimize IN and write OUT; never changes what the fetched tensors compute."""
+    from graphtool import api
     from graphtool.inspect import constant_bytes, graph_outputs
-    from graphtool.opt.base import PassContext, registered_passes
-    from graphtool.opt.manager import count_edges, optimize, select_passes
+    from graphtool.opt.base import registered_passes
+    from graphtool.opt.manager import count_edges, select_passes
 
     if list_passes:
         classes = registered_passes()
@@ -141,9 +142,10 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
     original = graph.copy() if verify_runs else None
     ops_before, nodes_before, edges_before = Counter(n.op for n in graph.nodes), len(graph), count_edges(graph)
     bytes_before = constant_bytes(graph)
-    ctx = PassContext(fetches=fetch_refs, keep=set(keep), strict_fp=strict_fp, fold_max_bytes=fold_max_bytes)
     with stage("optimizing"):
-        result = optimize(graph, ctx, passes, max_iterations=max_iterations, dump_dir=dump_dir)
+        graph, result = api.optimize(graph, fetches=fetch_refs, keep=keep, passes=passes, strict_fp=strict_fp,
+                                     fold_max_bytes=fold_max_bytes, max_iterations=max_iterations,
+                                     dump_dir=dump_dir, inplace=True, report=True)
     bytes_after = constant_bytes(graph)
 
     mismatches, tolerance_text = [], ""
@@ -167,7 +169,7 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
              f"constants {bytes_before:,} -> {bytes_after:,} bytes, {result.iterations} iteration(s)"
              + (f", verified on {feeds_file or 'random feeds'} within {tolerance_text}" if verify_runs else ""))
     if as_json or report:
-        emit_report({"command": "optimize", "input": input_path, "output": output_path,
+        emit_report({"command": "optimize", "graph": input_path, "output": output_path,
                      "nodes": {"before": nodes_before, "after": len(graph)},
                      "edges": {"before": edges_before, "after": count_edges(graph)},
                      "constant_bytes": {"before": bytes_before, "after": bytes_after},

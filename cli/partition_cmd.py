@@ -65,7 +65,7 @@ def command(input_path, output_path, split_dir, compress, text, binary, as_json,
     """Replace every cross-device edge of a placed graph IN with a _Send/_Recv pair (one _Recv
     per tensor per destination device), control edges and loops spanning devices included, and
     write the result to OUT."""
-    from graphtool.partition import partition
+    from graphtool import api
 
     text = prepare_graph_output(output_path, text=text, binary=binary, as_json=as_json)
     if report:
@@ -73,7 +73,7 @@ def command(input_path, output_path, split_dir, compress, text, binary, as_json,
     graph = load_graph(input_path, signature=signature)
     lower_if_needed(graph)
     with stage("partitioning"):
-        result = partition(graph, compress=compress)
+        graph, result = api.partition(graph, compress=compress, inplace=True, report=True)
     written = _write_split(graph, result, split_dir) if split_dir else []
     save_graph(graph, output_path, text=text)
 
@@ -89,5 +89,5 @@ def command(input_path, output_path, split_dir, compress, text, binary, as_json,
         for path in written:
             info(f"wrote {path}")
     if as_json or report:
-        emit_report({"command": "partition", "input": input_path, "output": output_path,
+        emit_report({"command": "partition", "graph": input_path, "output": output_path,
                      "split": written, **result.to_dict()}, as_json=as_json, report_path=report)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from graphtool.errors import UsageError
-
 from graphtool import graph_io
+from graphtool.errors import UsageError
 
 from . import output
 from .common import (common_options, console, emit_report, graph_output_options, info, load_graph, lower_if_needed,
@@ -83,8 +82,8 @@ def command(input_path, output_path, devices, cost_model_path, no_soft_placement
             report, signature):
     """Place every node of IN on a device and write OUT."""
     from graphtool.cost_model import CostModel
+    from graphtool import api
     from graphtool.device_names import parse_device_list
-    from graphtool.place import place
 
     text = prepare_graph_output(output_path, text=text, binary=binary, as_json=as_json)
     if report:
@@ -100,8 +99,8 @@ def command(input_path, output_path, devices, cost_model_path, no_soft_placement
     graph = load_graph(input_path, signature=signature)
     lower_if_needed(graph)
     with stage("placing"):
-        result = place(graph, device_list, soft_placement=not no_soft_placement, cost_model=cost_model,
-                       explain=explain)
+        graph, result = api.place(graph, device_list, soft_placement=not no_soft_placement, cost_model=cost_model,
+                                  explain=explain, inplace=True, report=True)
     save_graph(graph, output_path, text=text)
 
     if explain and output.results_shown():   # asked for: stdout when free, and not silenced by -q
@@ -121,5 +120,5 @@ def command(input_path, output_path, devices, cost_model_path, no_soft_placement
              f" + transfers {_seconds(result.transfer_seconds)})"
              + (f"; {len(result.softened)} constraint(s) softened" if result.softened else ""))
     if as_json or report:
-        emit_report({"command": "place", "input": input_path, "output": output_path, **result.to_json()},
+        emit_report({"command": "place", "graph": input_path, "output": output_path, **result.to_json()},
                     as_json=as_json, report_path=report)

@@ -70,5 +70,5 @@ def command(input_path, output_path, fetches, feeds, call_frame, text, binary, a
         made = f", added {len(result.added)} (feeds, _Retvals)" if result.added else ""
         info(f"kept {len(result.kept)} of {result.nodes_before} node(s), removed {len(result.removed)}{made}{loops}")
     if as_json or report:
-        emit_report({"command": "prune", "schema": "dftool.prune/1", "input": input_path, "output": output_path,
+        emit_report({"command": "prune", "graph": input_path, "output": output_path,
                      **result.to_json()}, as_json=as_json, report_path=report)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import os
+import time
 
 import click
 import numpy as np
@@ -16,6 +17,7 @@ from graphtool.exec.trace import write_trace
 from .common import common_options, emit_report, info, load_graph, settings, signature_option
 from .output import detail, notice, stage, take_stdout
 from .output import result as show_result
+from .report import tensor_value
 
 
 # What --output writes, by the file name's extension.
@@ -218,7 +220,9 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
                         allow_dead=not fetches)
         # Default fetches may lie on a cond branch this run does not take: those are reported as
         # dead, not an error. A fetch the user names must be live.
+        started = time.perf_counter()
         result = session.run(fetch_list, feeds, timeout=timeout, allow_dead=not fetches, trace=bool(trace))
+        step_seconds = time.perf_counter() - started
     if trace:
         write_trace(result.step_stats, trace, metadata={"graph": graph})
         info(f"wrote a trace of {result.step_stats.nodes_executed} node execution(s) to {trace}")
@@ -243,9 +247,10 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
     mismatches = compare_expected(expect, fetch_list, values, rtol, atol) if expect else []
     if as_json or report:
         emit_report({"command": "run", "graph": graph, "device": session.device.name, "devices": devices,
+                     "steps": steps, "step_time_ms": round(step_seconds * 1e3, 6),
                      "nodes_executed": result.nodes_executed, "loop_iterations": result.iterations,
-                     "fetches": [{"name": n, "dtype": str(v.dtype), "shape": list(v.shape)}
-                                 for n, v in zip(fetch_list, values)],
+                     "fetches": [{"name": n, "dtype": str(v.dtype), "shape": list(v.shape), "size": int(v.size),
+                                  "value": tensor_value(v)} for n, v in zip(fetch_list, values)],
                      "dead_fetches": dead,
                      **({"jit": session.jit_report.to_json()} if session.jit_report is not None else {}),
                      "expect": None if not expect else {"file": expect, "mismatches": mismatches}},

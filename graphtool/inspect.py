@@ -39,7 +39,8 @@ _DEVICE_COMPONENT = re.compile(
 
 
 def inspect_graph(graph: Graph, source: str = "graph", build_problems: list[str] = ()) -> dict:
-    """The report for `graph` (loaded from `source`). Its keys (schema version 1):
+    """The body of the `dftool.inspect/2` report on `graph` (loaded from `source`;
+    docs/schemas/inspect.schema.json); the command adds `schema`. Its keys:
 
     command "inspect"; graph (the source); producer (GraphDef version); node_count;
     edges {data, control}; op_counts {op: n} (most frequent first);

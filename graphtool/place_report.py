@@ -1,8 +1,9 @@
 """What `place()` reports: per-node decisions, softened constraints and the estimated cost.
 
-`PlacementReport.to_json()` is the stable `dftool place --json` schema ("dftool.place/1"):
+`PlacementReport.to_json()` is the body of the `dftool place --json` report ("dftool.place/2",
+docs/schemas/place.schema.json; the command adds `command`, `graph` and `output`):
 
-    {"schema": "dftool.place/1", "devices": [full names], "soft_placement": bool,
+    {"schema": "dftool.place/2", "devices": [full names], "soft_placement": bool,
      "cost_model": "<built-in>" or the file,
      "estimated_cost_seconds": float, "transfer_seconds": float,
      "per_device": [{"device", "nodes", "compute_seconds"}],
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-SCHEMA = "dftool.place/1"
+SCHEMA = "dftool.place/2"
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Build the sample graphs with graphtool's GraphBuilder and write them next to this script.
 
-    .venv/bin/python sample_graphs/make_samples.py [--out DIR] [NAME ...]
+    python sample_graphs/make_samples.py [--out DIR] [NAME ...]
 
 For each sample: NAME.pb (binary GraphDef) and NAME.feeds.npz (one array per placeholder, keyed
 by the placeholder's name, e.g. `x`). Deterministic: weights and feeds come from a generator

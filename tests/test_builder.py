@@ -512,7 +512,7 @@ def test_committed_samples_are_up_to_date(make_samples, name, tmp_path):
         fresh, committed = tmp_path / f"{name}{suffix}", SAMPLES_DIR / f"{name}{suffix}"
         if suffix == ".pb":
             assert graph_io.load_graphdef(str(fresh)) == graph_io.load_graphdef(str(committed)), \
-                f"{committed.name} is stale: run .venv/bin/python sample_graphs/make_samples.py"
+                f"{committed.name} is stale: run python sample_graphs/make_samples.py"
         assert fresh.read_bytes() == committed.read_bytes()
         assert committed.stat().st_size < 200_000
 

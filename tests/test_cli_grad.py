@@ -86,7 +86,7 @@ def test_default_xs_json_report_and_prefix(model, tmp_path):
     assert code == 0, stderr
     printed = json.loads(stdout)
     assert printed == json.loads(report.read_text())
-    assert printed["schema_version"] == 1 and printed["command"] == "grad" and printed["y"] == "loss"
+    assert printed["schema"] == "dftool.grad/2" and printed["command"] == "grad" and printed["y"] == "loss"
     assert [g["x"] for g in printed["gradients"]] == ["w", "b"]          # unused and scalars excluded
     assert [g["name"] for g in printed["gradients"]] == ["d/w", "d/b"]
     assert printed["loops"] == 0 and printed["nodes_added"] > 0 and printed["warnings"] == []

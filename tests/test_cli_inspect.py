@@ -32,7 +32,7 @@ def mlp_file(tmp_path):
 
 def test_mlp_report(mlp_file):
     report = inspect_json(mlp_file)
-    assert report["schema_version"] == 1 and report["command"] == "inspect"
+    assert report["schema"] == "dftool.inspect/2" and report["command"] == "inspect"
     assert report["graph"] == mlp_file and report["producer"] == 1994
     assert report["node_count"] == 10
     assert report["op_counts"] == {"Const": 4, "MatMul": 2, "Add": 1, "BiasAdd": 1, "Placeholder": 1, "Relu": 1}

@@ -160,7 +160,7 @@ def test_report_has_counts_before_and_after_and_every_pass_run(tmp_path):
     code, _, stderr = run_dftool("optimize", MLP / "graph.pb", out, "--report", report)
     assert code == 0, stderr
     data = json.loads(report.read_text())
-    assert data["schema_version"] >= 1 and data["command"] == "optimize"
+    assert data["schema"] == "dftool.optimize/2" and data["command"] == "optimize"
     original, optimized = load_graph(MLP / "graph.pb"), load_graph(out)
     assert data["nodes"] == {"before": len(original), "after": len(optimized)}
     assert set(data["edges"]) == {"before", "after"}

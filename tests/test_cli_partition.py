@@ -54,7 +54,7 @@ def test_json_report_and_compression(tmp_path):
     assert code == 0, stderr
     report = json.loads(stdout)
     assert report == json.loads(report_path.read_text())
-    assert report["command"] == "partition" and report["schema_version"] == 1
+    assert report["command"] == "partition" and report["schema"] == "dftool.partition/2"
     assert report["sends"] == report["recvs"] == 1 and report["compress"] == "bf16"
     (transfer,) = report["transfers"]
     assert transfer["carries"] == "dense/matmul" and transfer["dtype"] == "bfloat16"

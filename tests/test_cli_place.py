@@ -55,7 +55,7 @@ def test_explain_and_json_report(tmp_path):
     assert "why each node went where it did" in stderr and "cheapest" in stderr
     report = json.loads(stdout)
     assert report == json.loads(report_path.read_text())
-    assert report["schema"] == "dftool.place/1" and report["command"] == "place"
+    assert report["schema"] == "dftool.place/2" and report["command"] == "place"
     big = next(n for n in report["nodes"] if n["name"] == "big")
     assert big["device"] == DEVICE_PREFIX + "GPU:0" and {c["device"] for c in big["candidates"]} == {"cpu:0", "gpu:0"}
 

@@ -29,8 +29,8 @@ def test_profile_prints_tables_and_writes_report_trace_and_cost_model(tmp_path):
                   "loop iterations", "critical path:", "3 measured step(s) after 1 warm-up"):
         assert title in stdout and title not in stderr, title   # the tables asked for: stdout
     document = json.loads(report.read_text())
-    assert document["schema"] == "dftool.profile/1" and document["command"] == "profile"
-    assert document["schema_version"] == 1 and document["repeat"] == 3
+    assert document["schema"] == "dftool.profile/2" and document["command"] == "profile"
+    assert document["repeat"] == 3
     assert document["loop_iterations"] == {"double/while_context": 3, "accumulate/while_context": 6}
     timeline = json.loads(trace.read_text())
     assert validate_trace(timeline) == []
@@ -42,7 +42,7 @@ def test_profile_json_on_stdout_and_quiet_stderr():
     code, stdout, stderr = run_dftool("profile", *sample_args("mlp"), "--repeat", 2, "--json", "-q")
     assert code == 0 and stderr == ""
     document = json.loads(stdout)
-    assert document["schema"] == "dftool.profile/1"
+    assert document["schema"] == "dftool.profile/2"
     assert document["critical_path"]["length_ms"] <= document["critical_path"]["step_time_ms"]
     assert {o["op"] for o in document["ops"]} >= {"MatMul", "BiasAdd", "Relu", "Softmax"}
 

@@ -69,7 +69,7 @@ def test_json_report_and_loops_kept_whole(tmp_path):
     code, stdout, stderr = run_dftool("prune", source, tmp_path / "out.pb", "--fetch", "while/mul", "--json")
     assert code == 0, stderr
     report = json.loads(stdout)
-    assert report["command"] == "prune" and report["schema"] == "dftool.prune/1"
+    assert report["command"] == "prune" and report["schema"] == "dftool.prune/2"
     assert report["loops_kept"] == ["while/ctx"] and report["removed"] == ["result"]
     assert report["nodes"] == {"before": 13, "after": 12, "kept": 12, "removed": 1, "added": 0}
     assert "1 while loop(s) kept whole" in stderr

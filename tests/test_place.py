@@ -359,7 +359,7 @@ def test_report_json_schema_and_explanations():
     graph = matmul_graph(64)
     graph.node("out").device = "/device:GPU:0"
     data = place(graph, ["cpu:0", "cpu:1"], explain=True).to_json()
-    assert data["schema"] == "dftool.place/1" and data["devices"] == [CPU0, CPU1]
+    assert data["schema"] == "dftool.place/2" and data["devices"] == [CPU0, CPU1]
     assert [s["node"] for s in data["softened"]] == ["out"]
     assert sum(d["nodes"] for d in data["per_device"]) == len(graph)
     assert data["estimated_cost_seconds"] == pytest.approx(

@@ -73,7 +73,7 @@ def test_inspect_runs_cleanly(case, capsys):
     from cli.main import main
 
     assert main(["inspect", str(FIXTURES / case / "graph.pb"), "--json"]) == 0
-    assert '"schema_version"' in capsys.readouterr().out
+    assert '"schema": "dftool.inspect/2"' in capsys.readouterr().out
 
 
 def _case_json(case):

@@ -25,7 +25,8 @@ import numpy as np
 from ..errors import RuntimeFailure
 from . import sequential_loop, step_errors, straight_line, transfer
 from .frames import DEAD, FETCHED, RAN, TARGET, FrameDelivery, FrameState
-from .plan import BIG_INPUT, ENTER, EXIT, FED, FORWARDS, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, Item, Plan
+from .plan import (BIG_INPUT, ENTER, EXIT, FED, FORWARDS, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, Item, Plan,
+                   call_kernel)
 from .resources import step_scope
 from .step_errors import StepTimeout
 from . import thread_budget
@@ -317,12 +318,7 @@ class _Step(FrameDelivery):
                     if item.expensive:
                         outputs = self._compute_alone(item, inputs)
                     elif shortcuts:   # what _compute does without a recorder, streams or numerics check
-                        outputs = item.kernel(item.ctx, *inputs)
-                        if type(outputs) is not tuple:
-                            outputs = (outputs,)
-                        if len(outputs) != item.num_outputs:
-                            raise RuntimeFailure(f"kernel returned {len(outputs)} outputs, "
-                                                 f"the op has {item.num_outputs}")
+                        outputs = call_kernel(item, inputs)
                     else:
                         outputs = compute(item, inputs)
                 except BaseException as exc:
@@ -438,15 +434,15 @@ class _Step(FrameDelivery):
     def _compute(self, item: Item, inputs):
         """Every kernel call goes through here, inline or on the pool."""
         if self.streams is None:
-            outputs = item.kernel(item.ctx, *inputs)
+            outputs = call_kernel(item, inputs)
         else:   # on its stream, after waiting for the streams that made its inputs
             outputs = self.streams.launch(item, inputs)
-        if type(outputs) is not tuple:
-            outputs = (outputs,)
-            if item.num_outputs != 1:
-                raise RuntimeFailure(f"kernel returned 1 output, the op has {item.num_outputs}")
-        elif len(outputs) != item.num_outputs:
-            raise RuntimeFailure(f"kernel returned {len(outputs)} outputs, the op has {item.num_outputs}")
+            if type(outputs) is not tuple:
+                outputs = (outputs,)
+                if item.num_outputs != 1:
+                    raise RuntimeFailure(f"kernel returned 1 output, the op has {item.num_outputs}")
+            elif len(outputs) != item.num_outputs:
+                raise RuntimeFailure(f"kernel returned {len(outputs)} outputs, the op has {item.num_outputs}")
         if self.check_numerics:
             _check_finite(item, outputs)
         return outputs

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InvalidGraphError, UsageError
+from ..errors import InvalidGraphError, RuntimeFailure, UsageError
 from ..ir import Graph, Node
 from . import kernels, output_bound
 from .kernels import KernelContext
@@ -29,6 +29,19 @@ _KIND_OF_OP = {
 
 # Elementwise kernels on inputs at least this big are worth a thread-pool hop (_Step._wants_pool).
 BIG_INPUT = 1 << 16
+
+
+def call_kernel(item: "Item", inputs) -> tuple:
+    """`item`'s kernel on `inputs`: its outputs as a tuple, checked against the op's output count.
+    (A plain function: the executors' hot paths call it for every cheap node.)"""
+    outputs = item.kernel(item.ctx, *inputs)
+    if type(outputs) is not tuple:
+        if item.num_outputs != 1:
+            raise RuntimeFailure(f"kernel returned 1 output, the op has {item.num_outputs}")
+        return (outputs,)
+    if len(outputs) != item.num_outputs:
+        raise RuntimeFailure(f"kernel returned {len(outputs)} outputs, the op has {item.num_outputs}")
+    return outputs
 
 
 def runs_without_kernel(op: str) -> bool:

@@ -35,7 +35,7 @@ from operator import itemgetter
 
 from ..errors import RuntimeFailure
 from .plan import (CONTROL_TRIGGER, ENTER, EXIT, FED, FIXED, FORWARDS, LOOP_COND, MERGE, NEXT_ITERATION,
-                   RECV, SEND, SWITCH, FrameTemplate, Item, Plan)
+                   RECV, SEND, SWITCH, FrameTemplate, Item, Plan, call_kernel)
 
 # Which part of an iteration a node belongs to.
 _COND, _BODY, _FALSE = 0, 1, 2
@@ -348,11 +348,7 @@ def _run_part(step, entries: list, values: list, compute) -> Item | None:
             if heavy:   # it may use every thread: nothing else runs meanwhile: nothing else runs meanwhile
                 outputs = step._compute_alone(item, inputs)
             elif compute is None:
-                outputs = item.kernel(item.ctx, *inputs)
-                if type(outputs) is not tuple:
-                    outputs = (outputs,)
-                if len(outputs) != item.num_outputs:
-                    raise RuntimeFailure(f"kernel returned {len(outputs)} outputs, the op has {item.num_outputs}")
+                outputs = call_kernel(item, inputs)
             else:
                 outputs = compute(item, inputs)
         except BaseException as exc:

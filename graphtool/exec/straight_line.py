@@ -29,7 +29,7 @@ import time
 from operator import itemgetter
 
 from ..errors import RuntimeFailure
-from .plan import BIG_INPUT, CONTROL_TRIGGER, FED, NORMAL, Plan
+from .plan import BIG_INPUT, CONTROL_TRIGGER, FED, NORMAL, Plan, call_kernel
 
 _NO_SLOT = -1
 
@@ -191,11 +191,7 @@ def run(step, schedule: Schedule) -> list | None:
                 if item.expensive:
                     outputs = step._compute_alone(item, inputs)
                 elif direct:   # what _compute does without streams or a numerics check
-                    outputs = item.kernel(item.ctx, *inputs)
-                    if type(outputs) is not tuple:
-                        outputs = (outputs,)
-                    if len(outputs) != item.num_outputs:
-                        raise RuntimeFailure(f"kernel returned {len(outputs)} outputs, the op has {item.num_outputs}")
+                    outputs = call_kernel(item, inputs)
                 else:
                     outputs = compute(item, inputs)
             except BaseException as exc:

@@ -44,6 +44,11 @@ class Graph:
         # Highest numeric suffix handed out per base name, so unique_name stays O(1) amortized.
         self._name_counters: dict[str, int] = {}
 
+    def __repr__(self) -> str:
+        from .describe import graph_repr
+
+        return graph_repr(self)
+
     # --- lookup -------------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self._nodes)
@@ -227,3 +232,24 @@ class Graph:
         from .convert import from_graphdef, to_graphdef
 
         return from_graphdef(to_graphdef(self), verify=False)
+
+    def save(self, path, *, text: bool | None = None) -> None:
+        """Write the graph as a GraphDef, atomically (an existing file is replaced only once the
+        new one is complete). `text` None: by the name, .pb (or .graphdef) binary and .pbtxt
+        (.prototxt, .txt) text; any other name needs `text` to say which. '-': stdout."""
+        import os
+
+        from .. import graph_io
+        from .convert import to_graphdef
+
+        path = os.fspath(path)
+        if text is None and path != graph_io.STDIO:
+            if str(path).endswith(graph_io.TEXT_SUFFIXES):
+                text = True
+            elif str(path).endswith((".pb", ".graphdef")):
+                text = False
+            else:
+                raise UsageError(f"{path}: dftool writes GraphDefs as .pb (binary) or .pbtxt (text), "
+                                 f"not {os.path.splitext(path)[1] or 'a name without an extension'}",
+                                 hint="pass text=True or text=False to write it under this name anyway")
+        graph_io.save_graphdef(to_graphdef(self), path, text=bool(text))

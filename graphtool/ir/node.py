@@ -34,7 +34,9 @@ class TensorRef(NamedTuple):
         return f"{self.node.name}:{self.index}"
 
     def __repr__(self) -> str:
-        return f"<{self.full_name}>"
+        from .describe import tensor_repr
+
+        return tensor_repr(self)
 
 
 class Node:
@@ -61,7 +63,9 @@ class Node:
         self._num_outputs_hint = 1
 
     def __repr__(self) -> str:
-        return f"<Node {self._name} ({self.op})>"
+        from .describe import node_repr
+
+        return node_repr(self)
 
     # Nodes are compared by identity (two nodes may share a name only transiently, never in a graph).
     __hash__ = object.__hash__

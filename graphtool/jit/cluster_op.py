@@ -22,7 +22,7 @@ import numpy as np
 from ..exec.kernels.registry import kernel
 from ..ir import Graph, TensorRef
 from ..shapes import Shape
-from . import runtime, trace, traced_cache
+from . import executable_cache, runtime, trace
 
 OP = "_JitCluster"
 
@@ -87,26 +87,20 @@ class ClusterProgram:
         return tuple(trace.evaluate(self.body, env, self.outputs))
 
     def _build(self, statics: tuple, dynamic: list, jax_device):
-        """The jitted program for one signature: traced here, or loaded traced from the disk
-        cache of an earlier process (traced_cache.py)."""
+        """The compiled program for one signature: loaded from the disk cache of an earlier
+        process (executable_cache.py), or traced and compiled here (and stored there)."""
         jax = runtime.load()
         traced = jax.jit(partial(self._trace, statics))
-        name = self._traced_name(statics, dynamic, jax_device)
+        name = self._cache_name(statics, dynamic, jax_device)
         if name is None:
             return traced
-        exported = traced_cache.load(name)
-        if exported is None:
-            try:
-                from jax import export
+        compiled = executable_cache.load(name, len(dynamic), len(self.outputs), jax_device)
+        if compiled is None:
+            compiled = traced.lower(*dynamic).compile()   # XLA's part may come from JAX's cache
+            executable_cache.store(name, compiled)
+        return compiled
 
-                avals = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in dynamic]
-                exported = export.export(traced, platforms=[jax_device.platform])(*avals)
-            except Exception:   # noqa: BLE001 - a program JAX cannot export is jitted as usual
-                return traced
-            traced_cache.store(name, exported)
-        return jax.jit(exported.call)
-
-    def _traced_name(self, statics: tuple, dynamic: list, jax_device) -> str | None:
+    def _cache_name(self, statics: tuple, dynamic: list, jax_device) -> str | None:
         if runtime.cache_dir() is None:
             return None
         if self._disk_key is None:
@@ -114,10 +108,9 @@ class ClusterProgram:
 
             names = "|".join(ref.full_name for ref in self.inputs) + ">" + "|".join(ref.full_name for ref in self.outputs)
             self._disk_key = to_graphdef(self.body).SerializeToString(deterministic=True) + names.encode()
-        jax = runtime.load()
         signature = repr([(tuple(a.shape), str(a.dtype)) for a in dynamic]).encode()
-        return traced_cache.key([self._disk_key, *(repr(v._key).encode() for v in statics), signature,
-                                 jax_device.platform.encode(), jax.__version__.encode()])
+        return executable_cache.key([self._disk_key, *(repr(v._key).encode() for v in statics), signature],
+                                    jax_device)
 
     def __call__(self, device, inputs) -> tuple:
         if self.failure is not None:

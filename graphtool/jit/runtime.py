@@ -22,8 +22,10 @@ _lock = threading.Lock()
 _jax = None
 _cache_dir: str | None = None
 _chosen_dir: str | None = None   # --jit-cache
-# Counts from JAX's monitoring events: persistent cache hits and misses in this process.
-cache_events = {"hits": 0, "misses": 0}
+# Counts in this process: JAX's persistent compilation cache hits and misses (its monitoring
+# events), and cluster executables loaded from / stored to dftool's own cache (executable_cache.py;
+# a loaded executable needs no compilation, so JAX's cache is not asked).
+cache_events = {"hits": 0, "misses": 0, "executables_loaded": 0, "executables_stored": 0}
 
 
 def available() -> bool:
@@ -101,6 +103,43 @@ def _listen_for_cache_events(jax) -> None:
         jax.monitoring.register_event_listener(on_event)
     except AttributeError:   # an older JAX without monitoring: counts stay 0
         pass
+
+
+# --- the array module lowerings trace with ---------------------------------------------------
+
+class XlaNumpy:
+    """jax.numpy as the lowerings (and the interpreter kernels traced with it) see it, plus
+    `exact_divide`. XLA's simplifier turns a division by a constant or by a broadcast value
+    (x / scalar) into a multiplication by its reciprocal, which differs from IEEE division in the
+    last bit for about a third of the values; where a floor or a comparison follows (FloorDiv,
+    fake quantization's nudged range) that bit becomes a whole step. TensorFlow divides exactly,
+    so the divisor, broadcast to the result's shape, is put out of the simplifier's sight (an
+    optimization barrier). Kernels reach it through
+    exec/kernels/math_common.true_divide, which is plain `/` for numpy and cupy."""
+
+    def __init__(self, jax):
+        self._jnp, self._lax = jax.numpy, jax.lax
+
+    def __getattr__(self, name):
+        return getattr(self._jnp, name)
+
+    def exact_divide(self, x, y):
+        jnp = self._jnp
+        x, y = jnp.asarray(x), jnp.asarray(y)
+        shape = jnp.broadcast_shapes(x.shape, y.shape)
+        if jnp.issubdtype(jnp.result_type(x, y), jnp.inexact):
+            y = self._lax.optimization_barrier(jnp.broadcast_to(y, shape))
+        return x / y
+
+
+_array_module: XlaNumpy | None = None
+
+
+def array_module() -> XlaNumpy:
+    global _array_module
+    if _array_module is None:
+        _array_module = XlaNumpy(load())
+    return _array_module
 
 
 # --- devices ----------------------------------------------------------------------------------

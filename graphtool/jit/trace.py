@@ -83,7 +83,7 @@ def evaluate_node(node: Node, inputs: list) -> tuple:
         else:
             args.append(jax.numpy.asarray(value) if is_concrete(value) else value)
     ctx = registry.LowerContext(node=node, output_dtypes=[np.dtype(t) for t in out_types],
-                                jnp=jax.numpy, lax=jax.lax)
+                                jnp=runtime.array_module(), lax=jax.lax)
     result = lowering.fn(ctx, *args)
     outputs = result if isinstance(result, tuple) else (result,)
     if len(outputs) != len(out_types):

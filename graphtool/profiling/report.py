@@ -1,8 +1,11 @@
 """Profiling a session (N traced steps after warm-up) and the documents made from the result:
 the `--report` JSON ("dftool.profile/1") and the measured cost model (`--cost-model-out`).
 
-The report schema is versioned: fields are only ever added within "dftool.profile/1"; a change
-to the meaning or type of a field bumps the version. Times are milliseconds, sizes bytes.
+The report schema is versioned: fields are only ever added within "dftool.profile/2"; a change
+to the meaning or type of a field bumps the version (docs/schemas/profile.schema.json). Times are
+milliseconds, sizes bytes. Counts and sizes are integers: per step, the mean over the measured
+steps rounded (steps on the same feeds run the same nodes, so the mean is exact unless a loop's
+trip count changes from step to step); version 1 gave them as floats.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from ..device_names import parse_device_name
 from ..exec.step_stats import StepStats
 from .summary import NodeRow, ProfileSummary
 
-PROFILE_SCHEMA = "dftool.profile/1"
+PROFILE_SCHEMA = "dftool.profile/2"
 DEFAULT_TOP = 10
 
 
@@ -38,6 +41,11 @@ def _ms(ns: float) -> float:
     return round(ns / 1e6, 6)
 
 
+def _count(mean: float) -> int:
+    """A per-step count or size (a mean over the measured steps) as the integer it nearly always is."""
+    return int(round(mean))
+
+
 def profile_report(summary: ProfileSummary, *, graph: str, repeat: int, warmup: int,
                    top: int = DEFAULT_TOP) -> dict:
     """Everything the profile found, as the JSON document `--report` writes."""
@@ -51,11 +59,12 @@ def profile_report(summary: ProfileSummary, *, graph: str, repeat: int, warmup: 
         "step_time_ms": {"mean": _ms(times.mean_ns), "median": _ms(times.median_ns),
                          "min": _ms(times.min_ns), "max": _ms(times.max_ns),
                          "all": [_ms(t) for t in times.all_ns]},
-        "nodes_executed": summary.nodes_executed,
+        "nodes_executed": _count(summary.nodes_executed),
         "loop_iterations": summary.iterations,
-        "ops": [{"op": row.op, "nodes": row.nodes, "calls": row.calls, "avg_ms": _ms(row.time_ns),
+        "ops": [{"op": row.op, "nodes": row.nodes, "calls": _count(row.calls), "avg_ms": _ms(row.time_ns),
                  "percent": round(row.percent, 4), "cumulative_percent": round(row.cumulative_percent, 4),
-                 "allocated_bytes": row.allocated_bytes, "output_bytes": row.output_bytes} for row in summary.ops],
+                 "allocated_bytes": _count(row.allocated_bytes), "output_bytes": _count(row.output_bytes)}
+                for row in summary.ops],
         "nodes": [_node_entry(row) for row in summary.nodes],
         "top_by_time": [row.name for row in summary.top_nodes_by_time(top)],
         "top_by_memory": [row.name for row in summary.top_nodes_by_memory(top)],
@@ -65,9 +74,10 @@ def profile_report(summary: ProfileSummary, *, graph: str, repeat: int, warmup: 
 
 
 def _node_entry(row: NodeRow) -> dict:
-    return {"name": row.name, "op": row.op, "device": row.device, "calls": row.calls,
-            "avg_ms": _ms(row.time_ns), "percent": round(row.percent, 4), "allocated_bytes": row.allocated_bytes,
-            "output_bytes": row.output_bytes, "largest_output_bytes": row.largest_output_bytes}
+    return {"name": row.name, "op": row.op, "device": row.device, "calls": _count(row.calls),
+            "avg_ms": _ms(row.time_ns), "percent": round(row.percent, 4),
+            "allocated_bytes": _count(row.allocated_bytes), "output_bytes": _count(row.output_bytes),
+            "largest_output_bytes": int(row.largest_output_bytes)}
 
 
 def _critical_path_entry(summary: ProfileSummary) -> dict | None:

@@ -10,8 +10,8 @@ channels, depthwise 3x3 stride 1 and 2): our kernel against the fastest numpy re
 layer, and against TensorFlow (one-op graphs in its own process) with --tf-python. Everything
 runs on one thread (BLAS pinned to one, intra-op grant 1) unless --threads says otherwise.
 
-    .venv/bin/python tests/bench/bench_conv.py [--repeat N] [--batch B] [--size S] [--channels C]
-    .venv/bin/python tests/bench/bench_conv.py --layers [--threads T] [--tf-python PYTHON]
+    python tests/bench/bench_conv.py [--repeat N] [--batch B] [--size S] [--channels C]
+    python tests/bench/bench_conv.py --layers [--threads T] [--tf-python PYTHON]
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Interpreter benchmarks (issue 15's acceptance); prints one table, it is not a pass/fail test.
 
-    .venv/bin/python tests/bench/bench_executor.py [--rounds N] [--only a b ...] [--tf-python PY] [--busy]
+    python tests/bench/bench_executor.py [--rounds N] [--only a b ...] [--tf-python PY] [--busy]
 
 (a) 6 parallel chains of 250 tiny elementwise nodes: overhead per node executed (step time minus
     the same numpy calls made directly, over the node count);

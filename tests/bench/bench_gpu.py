@@ -14,7 +14,7 @@ Needs cupy and a CUDA GPU; without them it prints why and exits 0. `--simulate` 
 contender at tiny sizes on the simulated GPU test double with numpy (checks the benchmark's
 graphs and code paths, measures nothing meaningful).
 
-    .venv/bin/python tests/bench/bench_gpu.py [--repeat N] [--seq-len T] [--memory-limit GIB] [--simulate]
+    python tests/bench/bench_gpu.py [--repeat N] [--seq-len T] [--memory-limit GIB] [--simulate]
 """
 from __future__ import annotations
 

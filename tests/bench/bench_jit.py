@@ -1,7 +1,7 @@
 """JIT benchmarks (issue 15): step times of the interpreter, the JIT (`Session(jit=True)`) and,
 when it is available, TensorFlow; prints one table (not a pass/fail test).
 
-    .venv/bin/python tests/bench/bench_jit.py [--rounds N] [--only a b ...] [--tf-python PATH]
+    python tests/bench/bench_jit.py [--rounds N] [--only a b ...] [--tf-python PATH]
 
 (a) 6 parallel chains of 250 tiny elementwise nodes (per-node overhead);
 (b) a 1000-iteration while loop with a small body (per-iteration overhead);
@@ -161,7 +161,8 @@ def warm_cache_processes() -> list[str]:
             jit = json.loads(proc.stdout)["jit"]
             compile_s = sum(c["compile_seconds"] for c in jit["clusters"])
             lines.append(f"(g) MobileNetV2 `dftool run --jit`, {label}: process {wall:.2f} s, compile {compile_s:.2f} s, "
-                         f"persistent cache hits {jit['persistent_cache']['hits']}, misses {jit['persistent_cache']['misses']}")
+                         f"executables loaded {jit['persistent_cache']['executables_loaded']}, XLA compilations "
+                         f"{jit['persistent_cache']['misses']}")
     return lines
 
 

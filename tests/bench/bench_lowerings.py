@@ -7,7 +7,7 @@ Each contender runs `--repeat` times after a warm-up (compilation excluded); the
 median in ms and the ratio to the interpreter. Timings on a shared machine are noisy: compare
 ratios within one run.
 
-    .venv/bin/python tests/bench/bench_lowerings.py [--repeat N] [--only NAME]
+    python tests/bench/bench_lowerings.py [--repeat N] [--only NAME]
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The paper's model-parallel experiment (Figure 12), scaled to this machine; prints two tables
 (not a pass/fail test).
 
-    .venv/bin/python tests/bench/bench_model_parallel.py [--repeat N] [--hidden H] [--batch B]
+    python tests/bench/bench_model_parallel.py [--repeat N] [--hidden H] [--batch B]
                                                          [--steps T] [--device-ms MS]
 
 An 8-layer tanh RNN (sample_graphs/model_parallel.py), layer k on CPU:k, inside ONE while loop over

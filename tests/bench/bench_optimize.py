@@ -2,7 +2,7 @@
 (all passes) for the frozen MLP and conv net fixtures and the bundled samples, each at its own
 feeds and at batch 256. Prints a table (not a pass/fail test).
 
-    .venv/bin/python tests/bench/bench_optimize.py [--repeat N]
+    python tests/bench/bench_optimize.py [--repeat N]
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Cost of step statistics: step time with statistics off vs on; prints one table (not a
 pass/fail test).
 
-    .venv/bin/python tests/bench/bench_profile_overhead.py [--repeat N] [--only NAME ...]
+    python tests/bench/bench_profile_overhead.py [--repeat N] [--only NAME ...]
 
 Graphs: the mlp, convnet and while_loop samples (tiny: every node costs microseconds, so they are
 bound by executor overhead too), (chains) 6 parallel chains of 250 tiny elementwise nodes, the

@@ -44,17 +44,16 @@ def make_node(op: str, inputs, attrs: dict):
 def run_lowering(node, arrays, traced=()):
     """The node's lowering under jax.jit, static inputs passed as numpy arrays (except those in
     `traced`, which the lowering must accept traced: its dynamic path)."""
-    import jax
-    import jax.numpy as jnp
+    from graphtool.jit import runtime
 
-    jax.config.update("jax_enable_x64", True)
+    jax = runtime.load()   # x64 on, as the JIT runs
     lowering = registry.lookup(node.op)
     assert lowering is not None, f"{node.op} has no lowering"
     # Correctness is checked whether or not the op is worth compiling (profitable=).
     reason = lowering.supports(node) if lowering.supports else None
     assert reason is None, reason
     out_dtypes = [d.base.numpy for d in node.spec.output_dtypes(node)]
-    ctx = registry.LowerContext(node, out_dtypes, jnp, jax.lax)
+    ctx = registry.LowerContext(node, out_dtypes, runtime.array_module(), jax.lax)
     static = {slot % len(arrays) for slot in lowering.static_inputs}   # negative: from the end
     assert set(traced) <= {slot % len(arrays) for slot in lowering.traced_ok}, "not a traced_ok input"
     static -= set(traced)

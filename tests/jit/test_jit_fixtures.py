@@ -25,10 +25,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 SAMPLES = ROOT / "sample_graphs"
 
 # run id -> why it cannot match with --jit (empty: every run passes).
-CANNOT_PASS: dict[str, str] = {
-    "tf/op_nn_fake_quant": "the FakeQuantWithMinMaxVars lowering (lowerings/, traced kernel) differs from TensorFlow "
-                           "at 10 of 64 elements (rounding at the quantization steps): a lowering to fix",
-}
+CANNOT_PASS: dict[str, str] = {}
 # run id -> why one of its clusters cannot compile and runs interpreted (results still match).
 _GROWING_LOOP = ("a while loop whose carried tensor grows every iteration (shape invariant [None]): "
                  "lax.while_loop needs fixed shapes, so that cluster runs in the interpreter")

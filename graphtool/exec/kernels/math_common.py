@@ -120,6 +120,13 @@ def truncate_divide(xp, x, y):
     return quotient + inexact.astype(quotient.dtype)
 
 
+def true_divide(xp, x, y):
+    """x / y rounded as IEEE division, on any array module: the JIT's (jit/runtime.XlaNumpy)
+    says how, since XLA would multiply by the reciprocal of a broadcast divisor instead."""
+    exact = getattr(xp, "exact_divide", None)
+    return x / y if exact is None else exact(x, y)
+
+
 def to_host(array) -> np.ndarray:
     """A small metadata tensor (axes, a dimension) as a numpy array, wherever it lives."""
     return array.get() if hasattr(array, "get") else np.asarray(array)

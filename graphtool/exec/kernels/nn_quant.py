@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .math_common import true_divide
 from .nn_common import finfo, host_ints, shape_text
 from .registry import kernel
 
@@ -31,8 +32,8 @@ def nudge(xp, low, high, quant_min: int, quant_max: int):
     low, high = xp.asarray(low, F32), xp.asarray(high, F32)
     qmin, qmax = F32(quant_min), F32(quant_max)
     with np.errstate(all="ignore"):
-        scale = (high - low) / (qmax - qmin)
-        zero_from_min = qmin - low / scale
+        scale = true_divide(xp, high - low, qmax - qmin)
+        zero_from_min = qmin - true_divide(xp, low, scale)
         whole = xp.floor(zero_from_min)
         rounded = whole + (zero_from_min - whole >= F32(0.5))   # std::round, half away from zero
         zero_point = xp.where(zero_from_min < qmin, qmin, xp.where(zero_from_min > qmax, qmax, rounded))
@@ -43,7 +44,7 @@ def nudge(xp, low, high, quant_min: int, quant_max: int):
 def _quantize(xp, x, nudged_min, nudged_max, scale, divide: bool, std_round: bool = False):
     with np.errstate(all="ignore"):
         shifted = xp.maximum(xp.minimum(x, nudged_max), nudged_min) - nudged_min
-        steps = shifted / scale if divide else shifted * (F32(1) / scale)
+        steps = true_divide(xp, shifted, scale) if divide else shifted * true_divide(xp, F32(1), scale)
         if std_round:
             whole = xp.floor(steps)
             steps = whole + (steps - whole >= F32(0.5))

@@ -60,21 +60,21 @@ def mul(ctx, x, y):
 @lowering("Div", "RealDiv", supports=_int_or_float)
 def div(ctx, x, y):
     # lax.div rounds integer quotients toward zero (C's `/`), as TensorFlow's Div does.
-    return ctx.lax.div(*ctx.jnp.broadcast_arrays(x, y)) if is_integer(x.dtype) else x / y
+    return ctx.lax.div(*ctx.jnp.broadcast_arrays(x, y)) if is_integer(x.dtype) else ctx.jnp.exact_divide(x, y)
 
 
 @lowering("TruncateDiv", supports=_int_or_float)
 def truncate_div(ctx, x, y):
     if is_integer(x.dtype):
         return ctx.lax.div(*ctx.jnp.broadcast_arrays(x, y))
-    return ctx.jnp.trunc(x / y)
+    return ctx.jnp.trunc(ctx.jnp.exact_divide(x, y))
 
 
 @lowering("FloorDiv", supports=_int_or_float)
 def floor_div(ctx, x, y):
     if is_integer(x.dtype):
         return ctx.jnp.floor_divide(x, y)
-    return ctx.jnp.floor(x / y)   # TensorFlow's floor(x / y), not numpy's fmod-based rounding
+    return ctx.jnp.floor(ctx.jnp.exact_divide(x, y))   # TensorFlow's floor(x / y), not numpy's fmod-based rounding
 
 
 @lowering("FloorMod", supports=_int_or_float)
