@@ -17,7 +17,7 @@ from cli import output
 from graphtool import dtypes
 from graphtool.builder import GraphBuilder
 
-from .helpers import REPO_ROOT, run_dftool
+from .helpers import REPO_ROOT, run_dftool, run_dftool_on_terminal
 
 SAMPLES = REPO_ROOT / "sample_graphs"
 MLP = SAMPLES / "mlp.pb"
@@ -204,31 +204,13 @@ def test_a_quick_stage_shows_no_spinner(monkeypatch):
 def test_a_large_graph_shows_a_spinner_on_a_terminal_and_none_on_the_pipe(tmp_path):
     """End to end: stderr on a pseudo-terminal gets rich's spinner while a 20,000-node graph
     loads (well past the spinner's delay), cleared afterwards; stdout, a pipe, gets plain text."""
-    import pty
-
     b = GraphBuilder()
     tensor = b.placeholder(dtypes.float32, [2], name="x")
     for index in range(20000):
         tensor = b.op("Identity", [tensor], name=f"n{index}")
     graph = tmp_path / "chain.pb"
     graph.write_bytes(b.to_graphdef().SerializeToString())
-    main, replica = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    try:
-        proc = subprocess.run([sys.executable, "-m", "cli.main", "inspect", graph.name], stdout=subprocess.PIPE,
-                              stderr=replica, stdin=subprocess.DEVNULL, cwd=tmp_path, env=env, timeout=300)
-    finally:
-        os.close(replica)
-    terminal = b""
-    while True:
-        try:
-            chunk = os.read(main, 65536)
-        except OSError:   # EIO once the other side is closed and drained
-            break
-        if not chunk:
-            break
-        terminal += chunk
-    os.close(main)
-    assert proc.returncode == 0
+    code, terminal, stdout = run_dftool_on_terminal("inspect", graph.name, stream="stderr", cwd=tmp_path)
+    assert code == 0
     assert b"loading chain.pb ..." in terminal and b"\x1b[2K" in terminal
-    assert b"\x1b[" not in proc.stdout and b"20001 nodes" in proc.stdout
+    assert b"\x1b[" not in stdout and b"20001 nodes" in stdout

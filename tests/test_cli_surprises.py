@@ -1,9 +1,6 @@
 """No silent surprises (issue 16, point 4): each case through the real entry point, with its
 message and exit code."""
 import os
-import pty
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -11,7 +8,7 @@ import pytest
 from graphtool import graph_io
 from graphtool.ir import from_graphdef, to_graphdef
 
-from .helpers import REPO_ROOT, error_line, load_graph, run_dftool
+from .helpers import REPO_ROOT, error_line, load_graph, run_dftool, run_dftool_on_terminal
 
 SAMPLES = REPO_ROOT / "sample_graphs"
 MLP = SAMPLES / "mlp.pb"
@@ -111,25 +108,9 @@ def test_binary_or_text_says_which_form_an_unusual_out_gets(tmp_path):
 # --- a binary graph for a terminal -----------------------------------------------------------------
 
 def run_with_terminal_stdout(*args) -> tuple[int, bytes, str]:
-    """Run dftool with stdout on a pseudo-terminal (stderr a pipe); (code, terminal bytes, stderr)."""
-    main, replica = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    try:
-        proc = subprocess.run([sys.executable, "-m", "cli.main", *map(str, args)], stdout=replica,
-                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=REPO_ROOT, env=env, timeout=120)
-    finally:
-        os.close(replica)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(main, 65536)
-        except OSError:   # EIO: the terminal's other side is closed and drained
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(main)
-    return proc.returncode, b"".join(chunks), proc.stderr.decode()
+    """dftool with stdout on a pseudo-terminal: (code, what the terminal got, stderr)."""
+    code, shown, stderr = run_dftool_on_terminal(*args, stream="stdout")
+    return code, shown, stderr.decode()
 
 
 def test_a_binary_graph_for_a_terminal_is_refused_with_a_hint():
