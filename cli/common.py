@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 import click
@@ -141,10 +142,13 @@ def prepare_graph_output(path: str, *, text: bool, binary: bool, as_json: bool =
 
 
 def _is_terminal(path: str) -> bool:
-    """Whether OUT ('-': stdout, or a device such as /dev/tty) is a terminal."""
+    """Whether OUT ('-': stdout, or a device such as /dev/tty) is a terminal. Only a character
+    device is opened to ask: opening a FIFO and closing it would end its reader's stream."""
     try:
         if path == graph_io.STDIO:
             return os.isatty(sys.stdout.fileno())
+        if not stat.S_ISCHR(os.stat(path).st_mode):
+            return False
         fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK)
         try:
             return os.isatty(fd)
