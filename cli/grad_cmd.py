@@ -4,15 +4,17 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
+from graphtool import graph_io
 from graphtool.errors import InvalidGraphError, UsageError
 
-from .common import common_options, console, emit_report, info, load_graph, lower_if_needed, save_graph, settings, signature_option
+from . import output
+from .common import (common_options, console, emit_report, graph_output_options, info, load_graph, lower_if_needed,
+                     prepare_graph_output, save_graph, settings, signature_option)
+from .output import show, stage
 
 
 def _gradient_table(report) -> Table:
-    table = Table(title=f"gradients of {report.y}", title_justify="left")
-    for column in ("x", "gradient", ""):
-        table.add_column(column)
+    table = output.table(f"gradients of {report.y}", ["x", "gradient", ""])
     for entry in report.gradients:
         table.add_row(entry.x, entry.name, "zeros" if entry.zero else "")
     return table
@@ -29,18 +31,19 @@ def _gradient_table(report) -> Table:
 @click.option("--prefix", default="grad", show_default=True,
               help="Name prefix of the new nodes: the gradient of x = node:k is PREFIX/node (k = 0) "
                    "or PREFIX/node_k.")
-@click.option("--text", is_flag=True, help="Write text format on stdout.")
+@graph_output_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout (needs OUT other than '-').")
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
 @signature_option
 @common_options
-def command(input_path, output_path, y, xs, prefix, text, as_json, report, signature):
+def command(input_path, output_path, y, xs, prefix, text, binary, as_json, report, signature):
     """Add the gradient of --y with respect to each --x to IN and write OUT."""
     from graphtool import api
     from graphtool.grad.driver import default_xs
 
-    if as_json and output_path == "-":
-        raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
+    text = prepare_graph_output(output_path, text=text, binary=binary, as_json=as_json)
+    if report:
+        graph_io.check_writable(report)
     graph = load_graph(input_path, signature=signature)
     lower_if_needed(graph)
     chosen = list(xs) or default_xs(graph, y)
@@ -48,16 +51,17 @@ def command(input_path, output_path, y, xs, prefix, text, as_json, report, signa
         raise UsageError(f"no --x given, and y '{y}' depends on no floating Variable or Const of rank >= 1",
                          hint="name the tensors to differentiate with respect to with --x")
     try:
-        graph, result = api.grad(graph, y, chosen, prefix=prefix, inplace=True, report=True)
+        with stage("differentiating"):
+            graph, result = api.grad(graph, y, chosen, prefix=prefix, inplace=True, report=True)
     except InvalidGraphError as exc:   # e.g. unknown ops on the path: say which file
         raise InvalidGraphError(f"{'<stdin>' if input_path == '-' else input_path}: {exc}", hint=exc.hint) from None
     save_graph(graph, output_path, text=text)
 
     if not settings.quiet:
         for warning in result.warnings:
-            click.echo(f"warning: {warning}", err=True)
+            output.warning(warning)
         if settings.verbose or len(result.gradients) <= 20:
-            console.print(_gradient_table(result))
+            show(console, _gradient_table(result))
         zeros = sum(entry.zero for entry in result.gradients)
         info(f"{len(result.gradients)} gradient(s) of {result.y}"
              + (" (--x not given: the parameters y depends on)" if not xs else "")

@@ -1,4 +1,5 @@
-"""`dftool inspect GRAPH`: what a graph contains, as tables on stderr and/or a JSON report."""
+"""`dftool inspect GRAPH`: what a graph contains, as tables (stdout; stderr with --json) and/or a
+JSON report."""
 from __future__ import annotations
 
 import shlex
@@ -6,10 +7,12 @@ import shlex
 import click
 from rich.table import Table
 
+from graphtool import graph_io
 from graphtool.errors import InvalidGraphError
 from graphtool.inspect import inspect_graph, problem_summary
 
-from .common import common_options, console, emit_report, settings, signature_option
+from .common import common_options, emit_report, settings, signature_option
+from .output import result_console, results_shown, show, stage, take_stdout
 
 
 @click.command("inspect")
@@ -27,14 +30,21 @@ def command(graph: str, as_json: bool, report_path: str | None, signature: str |
     their inputs and outputs), and the command then exits 3. A SavedModel's signatures are listed."""
     from graphtool.loader import load_graph_and_origin
 
+    if as_json:
+        take_stdout()
+    if report_path:
+        graph_io.check_writable(report_path)
     build_problems: list[str] = []
-    loaded, saved_model = load_graph_and_origin(graph, signature=signature, verify=False, problems=build_problems)
-    report = inspect_graph(loaded, graph, build_problems)
+    source = "<stdin>" if graph == "-" else graph
+    with stage(f"loading {source}"):
+        loaded, saved_model = load_graph_and_origin(graph, signature=signature, verify=False, problems=build_problems)
+    with stage(f"inspecting {source}"):
+        report = inspect_graph(loaded, graph, build_problems)
     if saved_model is not None:
         add_saved_model(report, saved_model)
     # The report first: if --report cannot be written, the error is all that is printed.
     emit_report(report, as_json=as_json, report_path=report_path)
-    if not settings.quiet:
+    if results_shown():
         render(report, loaded if settings.verbose >= 2 else None)
     summary = problem_summary(report)
     if summary:
@@ -169,18 +179,16 @@ def _opaque_node_rows(report: dict, graph) -> list[list]:
 
 
 def render(report: dict, graph=None) -> None:
-    """The human-readable report on stderr; empty sections are left out. With `graph` (-vv),
-    unknown-op nodes are shown one by one."""
-    for line in _saved_model_lines(report) + _summary_lines(report):
-        console.print(line, markup=False)
+    """The human-readable report (stdout, or stderr when --json has stdout); empty sections are
+    left out. With `graph` (-vv), unknown-op nodes are shown one by one."""
+    console = result_console()
+    show(console, *_saved_model_lines(report), *_summary_lines(report))
     for table in _signature_table(report) + _problem_tables(report, graph) + _tables(report):
-        console.print()
-        console.print(table)
-    console.print()
+        show(console, "", table)
+    show(console, "")
     if report["run_command"] is None:
-        console.print("nothing runs: every output needs an op dftool does not know", markup=False)
+        show(console, "nothing runs: every output needs an op dftool does not know")
         return
     blocked = sum(1 for o in report["outputs"] if o.get("needs_unknown_ops"))
-    console.print("run it with:" if not blocked else
-                  f"run it with ({blocked} output(s) needing unknown ops left out):", markup=False)
-    console.print(f"  {report['run_command']}", markup=False, soft_wrap=True)
+    show(console, "run it with:" if not blocked else f"run it with ({blocked} output(s) needing unknown ops left out):",
+         f"  {report['run_command']}")

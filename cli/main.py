@@ -173,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     from .common import settings
 
     limits.reset()  # bounds come from this command line and the environment, not an earlier call
+    settings.__dict__.update(type(settings)().__dict__)   # so do -q/-v/--debug and who has stdout
     if "--debug" in argv:
         settings.debug = True
 
@@ -187,6 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not as a message at interpreter exit
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except click.exceptions.NoArgsIsHelpError as exc:
+        # A bare `dftool`: the whole usage, as `dftool --help` prints it (a usage error: exit 2).
+        say(exc.ctx.get_help() if exc.ctx is not None else _group().get_help(click.Context(_group())))
+        return 2
     except click.exceptions.Abort as exc:
         # click turns Ctrl-C (KeyboardInterrupt) into Abort (run() exits from the signal handler
         # first; this is for main() called in-process).

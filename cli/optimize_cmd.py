@@ -7,9 +7,14 @@ from collections import Counter
 import click
 from rich.table import Table
 
+from graphtool import graph_io
 from graphtool.errors import DftoolError, RuntimeFailure, UsageError
+from graphtool.suggest import did_you_mean
 
-from .common import common_options, console, emit_report, info, load_graph, save_graph, settings, signature_option
+from . import output
+from .common import (common_options, console, emit_report, graph_output_options, info, load_graph, prepare_graph_output,
+                     save_graph, settings, signature_option)
+from .output import show, stage
 
 
 def _split(values: tuple[str, ...]) -> list[str] | None:
@@ -19,9 +24,7 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 
 
 def _op_table(before: Counter, after: Counter) -> Table:
-    table = Table(title="ops before/after", title_justify="left")
-    for column in ("op", "before", "after", "delta"):
-        table.add_column(column, justify="left" if column == "op" else "right")
+    table = output.table("ops before/after", ["op", "before", "after", "delta"], right=("before", "after", "delta"))
     for op in sorted(set(before) | set(after), key=lambda o: (-(before[o] or after[o]), o)):
         delta = after[op] - before[op]
         if before[op] or after[op]:
@@ -97,13 +100,13 @@ def _verify(original, optimized, fetch_names, feeds_file, tolerance, timeout) ->
               help="With --verify: allow differences up to REL times each fetch's largest magnitude "
                    "(default: derived from the graph's float accumulation depth).")
 @click.option("--strict-fp", is_flag=True, help="Skip rewrites that can change floating-point results.")
-@click.option("--text", is_flag=True, help="Write text format on stdout.")
+@graph_output_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout (needs OUT other than '-').")
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
 @signature_option
 @common_options
 def command(input_path, output_path, fetches, keep, only, skip, list_passes, max_iterations, fold_max_bytes,
-            dump_dir, verify_runs, feeds_file, timeout, verify_tolerance, strict_fp, text, as_json, report,
+            dump_dir, verify_runs, feeds_file, timeout, verify_tolerance, strict_fp, text, binary, as_json, report,
             signature):
     """Optimize IN and write OUT; never changes what the fetched tensors compute."""
     from graphtool import api
@@ -121,8 +124,9 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
         raise UsageError("optimize needs IN and OUT (or --list-passes)")
     if only and skip:
         raise UsageError("--passes and --skip cannot be combined")
-    if as_json and output_path == "-":
-        raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
+    text = prepare_graph_output(output_path, text=text, binary=binary, as_json=as_json)
+    if report:
+        graph_io.check_writable(report)
     passes = select_passes(_split(only), _split(skip))
     graph = load_graph(input_path, signature=signature)
     fetch_names = list(fetches) or [ref.name for node in graph_outputs(graph) for ref in node.outputs]
@@ -131,21 +135,24 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
         try:
             fetch_refs.append(graph.tensor(name))
         except UsageError as exc:
-            raise UsageError(f"--fetch {name}: {exc}") from None
+            raise UsageError(f"--fetch {name}: {exc}", hint=exc.hint) from None
     for name in keep:
         if name not in graph:
-            raise UsageError(f"--keep {name}: no node named '{name}' in the graph")
+            raise UsageError(f"--keep {name}: no node named '{name}' in the graph",
+                             hint=did_you_mean(name, (node.name for node in graph.nodes)))
     original = graph.copy() if verify_runs else None
     ops_before, nodes_before, edges_before = Counter(n.op for n in graph.nodes), len(graph), count_edges(graph)
     bytes_before = constant_bytes(graph)
-    graph, result = api.optimize(graph, fetches=fetch_refs, keep=keep, passes=passes, strict_fp=strict_fp,
-                                 fold_max_bytes=fold_max_bytes, max_iterations=max_iterations,
-                                 dump_dir=dump_dir, inplace=True, report=True)
+    with stage("optimizing"):
+        graph, result = api.optimize(graph, fetches=fetch_refs, keep=keep, passes=passes, strict_fp=strict_fp,
+                                     fold_max_bytes=fold_max_bytes, max_iterations=max_iterations,
+                                     dump_dir=dump_dir, inplace=True, report=True)
     bytes_after = constant_bytes(graph)
 
     mismatches, tolerance_text = [], ""
     if verify_runs:
-        mismatches, tolerance_text = _verify(original, graph, fetch_names, feeds_file, verify_tolerance, timeout)
+        with stage("verifying (running both graphs)"):
+            mismatches, tolerance_text = _verify(original, graph, fetch_names, feeds_file, verify_tolerance, timeout)
         if mismatches:
             raise RuntimeFailure("--verify: the optimized graph computes something else: " + "; ".join(mismatches[:3])
                                  + f" (tolerance {tolerance_text})",
@@ -158,7 +165,7 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
                 stats = ", ".join(f"{k}={v}" for k, v in run.stats.items())
                 info(f"{run.name:15} iter {run.iteration}: nodes {run.nodes_after - run.nodes_before:+d}, "
                      f"edges {run.edges_after - run.edges_before:+d}, {run.seconds * 1e3:.1f} ms  {stats}")
-        console.print(_op_table(ops_before, Counter(n.op for n in graph.nodes)))
+        show(console, _op_table(ops_before, Counter(n.op for n in graph.nodes)))
         info(f"nodes {nodes_before} -> {len(graph)}, edges {edges_before} -> {count_edges(graph)}, "
              f"constants {bytes_before:,} -> {bytes_after:,} bytes, {result.iterations} iteration(s)"
              + (f", verified on {feeds_file or 'random feeds'} within {tolerance_text}" if verify_runs else ""))

@@ -7,15 +7,16 @@ import click
 from rich.table import Table
 
 from graphtool import graph_io
-from graphtool.errors import UsageError
 
-from .common import common_options, console, emit_report, info, load_graph, lower_if_needed, save_graph, settings, signature_option
+from . import output
+from .common import (common_options, console, emit_report, graph_output_options, info, load_graph, lower_if_needed,
+                     prepare_graph_output, save_graph, settings, signature_option)
+from .output import show, stage
 
 
 def _device_table(report) -> Table:
-    table = Table(title="partitions", title_justify="left")
-    for column in ("device", "nodes", "sends", "recvs", "loop skeletons"):
-        table.add_column(column, justify="left" if column in ("device", "loop skeletons") else "right")
+    table = output.table("partitions", ["device", "nodes", "sends", "recvs", "loop skeletons"],
+                         right=("nodes", "sends", "recvs"))
     for part in report.devices:
         table.add_row(part.label, str(part.nodes), str(part.sends), str(part.recvs), str(len(part.frames)))
     return table
@@ -55,27 +56,29 @@ def _write_split(graph, report, split_dir: str) -> list[str]:
 @click.option("--split-dir", metavar="DIR", help="Also write one GraphDef per device into DIR (cpu_0.pb, ...).")
 @click.option("--compress", type=click.Choice(["none", "bf16", "fp16"]), default="none", show_default=True,
               help="Send float32 tensors as bfloat16/float16 (cast before _Send, back after _Recv).")
-@click.option("--text", is_flag=True, help="Write text format on stdout.")
+@graph_output_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout (needs OUT other than '-').")
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
 @signature_option
 @common_options
-def command(input_path, output_path, split_dir, compress, text, as_json, report, signature):
+def command(input_path, output_path, split_dir, compress, text, binary, as_json, report, signature):
     """Replace every cross-device edge of a placed graph IN with a _Send/_Recv pair (one _Recv
     per tensor per destination device), control edges and loops spanning devices included, and
     write the result to OUT."""
     from graphtool import api
 
-    if as_json and output_path == "-":
-        raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
+    text = prepare_graph_output(output_path, text=text, binary=binary, as_json=as_json)
+    if report:
+        graph_io.check_writable(report)
     graph = load_graph(input_path, signature=signature)
     lower_if_needed(graph)
-    graph, result = api.partition(graph, compress=compress, inplace=True, report=True)
+    with stage("partitioning"):
+        graph, result = api.partition(graph, compress=compress, inplace=True, report=True)
     written = _write_split(graph, result, split_dir) if split_dir else []
     save_graph(graph, output_path, text=text)
 
     if not settings.quiet:
-        console.print(_device_table(result))
+        show(console, _device_table(result))
         info(_summary(result))
         if settings.verbose:
             for frame, devices in result.skeletons.items():

@@ -10,9 +10,13 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
+from graphtool import graph_io
 from graphtool.errors import UsageError
 
-from .common import common_options, console, emit_report, info, load_graph, lower_if_needed, save_graph, settings, signature_option
+from . import output
+from .common import (common_options, console, emit_report, graph_output_options, info, load_graph, lower_if_needed,
+                     prepare_graph_output, save_graph, settings, signature_option)
+from .output import result_console, show, stage
 
 
 def _seconds(value: float) -> str:
@@ -28,9 +32,7 @@ def _seconds(value: float) -> str:
 def _device_table(report) -> Table:
     from graphtool.placement.device_names import short_device_name
 
-    table = Table(title="placement", title_justify="left")
-    for column in ("device", "nodes", "compute"):
-        table.add_column(column, justify="left" if column == "device" else "right")
+    table = output.table("placement", ["device", "nodes", "compute"], right=("nodes", "compute"))
     counts = report.nodes_per_device()
     for device in report.devices:
         table.add_row(short_device_name(device), str(counts[device]), _seconds(report.device_load.get(device, 0.0)))
@@ -38,9 +40,7 @@ def _device_table(report) -> Table:
 
 
 def _softened_table(report) -> Table:
-    table = Table(title="softened constraints (soft placement)", title_justify="left")
-    for column in ("node", "requested", "placed on", "why"):
-        table.add_column(column)
+    table = output.table("softened constraints (soft placement)", ["node", "requested", "placed on", "why"])
     for entry in report.softened:
         table.add_row(entry.node, entry.requested, entry.chosen, entry.why)
     return table
@@ -49,9 +49,8 @@ def _softened_table(report) -> Table:
 def _explain_table(report) -> Table:
     from graphtool.placement.device_names import short_device_name
 
-    table = Table(title="why each node went where it did", title_justify="left")
-    for column in ("node", "op", "device", "reason", "candidates (total = compute + transfer - parallel credit)"):
-        table.add_column(column)
+    table = output.table("why each node went where it did",
+                         ["node", "op", "device", "reason", "candidates (total = compute + transfer - parallel credit)"])
     for node in report.nodes:
         candidates = "; ".join(f"{c.device} {_seconds(c.total)} = {_seconds(c.compute)} + {_seconds(c.transfer)}"
                                + (f" - {_seconds(c.parallel_credit)}" if c.parallel_credit else "")
@@ -71,21 +70,24 @@ def _explain_table(report) -> Table:
               help="Measured per-node/per-op costs (JSON, as written by profile --cost-model-out).")
 @click.option("--no-soft-placement", is_flag=True,
               help="Fail instead of moving a node whose requested device cannot be used.")
-@click.option("--explain", is_flag=True, help="Show, per node, the candidate devices and why one won.")
-@click.option("--text", is_flag=True, help="Write text format on stdout.")
+@click.option("--explain", is_flag=True,
+              help="Show, per node, the candidate devices and why one won (on stdout; on stderr when "
+                   "stdout carries the graph or --json).")
+@graph_output_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout (needs OUT other than '-').")
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
 @signature_option
 @common_options
-def command(input_path, output_path, devices, cost_model_path, no_soft_placement, explain, text, as_json, report,
-            signature):
+def command(input_path, output_path, devices, cost_model_path, no_soft_placement, explain, text, binary, as_json,
+            report, signature):
     """Place every node of IN on a device and write OUT."""
     from graphtool import api
     from graphtool.placement.cost_model import CostModel
     from graphtool.placement.device_names import parse_device_list
 
-    if as_json and output_path == "-":
-        raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
+    text = prepare_graph_output(output_path, text=text, binary=binary, as_json=as_json)
+    if report:
+        graph_io.check_writable(report)
     device_list = None
     if devices is not None:
         try:
@@ -96,16 +98,17 @@ def command(input_path, output_path, devices, cost_model_path, no_soft_placement
     cost_model = CostModel.load(cost_model_path) if cost_model_path else None
     graph = load_graph(input_path, signature=signature)
     lower_if_needed(graph)
-    graph, result = api.place(graph, device_list, soft_placement=not no_soft_placement, cost_model=cost_model,
-                              explain=explain, inplace=True, report=True)
+    with stage("placing"):
+        graph, result = api.place(graph, device_list, soft_placement=not no_soft_placement, cost_model=cost_model,
+                                  explain=explain, inplace=True, report=True)
     save_graph(graph, output_path, text=text)
 
+    if explain and output.results_shown():   # asked for: stdout when free, and not silenced by -q
+        show(result_console(), _explain_table(result))
     if not settings.quiet:
-        console.print(_device_table(result))
+        show(console, _device_table(result))
         if result.softened:
-            console.print(_softened_table(result))
-        if explain:
-            console.print(_explain_table(result))
+            show(console, _softened_table(result))
         if result.opaque:
             from graphtool.ops import opaque
 

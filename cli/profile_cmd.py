@@ -16,6 +16,7 @@ from graphtool.placement.device_names import short_device_name
 from graphtool.profiling import cost_model, profile_report, profile_steps, summarize
 
 from .common import common_options, console, emit_report, info, settings
+from .output import result_console, results_shown, show, take_stdout
 from .run_cmd import execution_options, open_session
 
 # A profile that has run this long without finishing gets a progress bar.
@@ -38,11 +39,18 @@ _PROGRESS_AFTER_S = 0.5
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
 @common_options
 def command(graph, feed_pairs, feeds_file, fetches, device, threads, timeout, repeat, warmup, trace,
-            cost_model_out, top, as_json, report, signature, jit, jit_cache):
+            cost_model_out, top, as_json, report, signature, jit, jit_cache, cast_feeds):
     """Run GRAPH --repeat times after --warmup steps; report time and memory per op type and per
-    node, peak memory per device, the critical path and loop iterations."""
+    node, peak memory per device, the critical path and loop iterations (tables on stdout; on
+    stderr with --json)."""
+    if as_json:
+        take_stdout()
+    for path in (trace, cost_model_out, report):
+        if path:
+            graph_io.check_writable(path)
     session, feeds, fetch_list = open_session(graph, feed_pairs, feeds_file, fetches, device, threads,
-                                              signature=signature, jit=jit, jit_cache=jit_cache)
+                                              signature=signature, jit=jit, jit_cache=jit_cache,
+                                              cast_feeds=cast_feeds)
     with _ProgressBar(warmup + repeat) as progress:
         # Default fetches on an untaken cond branch are dead, not an error (as in `run`).
         steps = profile_steps(session, fetch_list, feeds, repeat=repeat, warmup=warmup, timeout=timeout,
@@ -58,12 +66,10 @@ def command(graph, feed_pairs, feeds_file, fetches, device, threads, timeout, re
         graph_io.write_atomic(cost_model_out, (json.dumps(cost_model(summary), indent=2) + "\n").encode())
     if as_json or report:
         emit_report({"command": "profile", **document}, as_json=as_json, report_path=report)
-    if not settings.quiet:
+    if results_shown():
         render(document, top)
         if session.jit_report is not None:
-            console.print()
-            for line in session.jit_report.lines(max(1, settings.verbose)):
-                console.print(line, markup=False)
+            show(result_console(), "", *session.jit_report.lines(max(1, settings.verbose)))
     for path, what in ((trace, "trace of the median step"), (cost_model_out, "cost model"), (report, "report")):
         if path:
             info(f"wrote the {what} to {path}")
@@ -156,12 +162,13 @@ def _critical_path_table(document: dict, top: int) -> Table | None:
 
 
 def render(document: dict, top: int) -> None:
-    """The human-readable profile on stderr."""
+    """The human-readable profile (stdout, or stderr when --json has stdout)."""
     times = document["step_time_ms"]
-    console.print(f"{document['graph']}: {document['repeat']} measured step(s) after {document['warmup']} "
+    console = result_console()
+    show(console, f"{document['graph']}: {document['repeat']} measured step(s) after {document['warmup']} "
                   f"warm-up; step time mean {times['mean']:.3f} ms, median {times['median']:.3f} ms, "
                   f"min {times['min']:.3f} ms, max {times['max']:.3f} ms; "
-                  f"{document['nodes_executed']:g} node executions per step", markup=False)
+                  f"{document['nodes_executed']:g} node executions per step")
     tables = [_op_table(document), *_node_tables(document, top),
               _table("peak memory", ["device", "peak"],
                      [[short_device_name(d), format_bytes(b)] for d, b in document["memory"]["peak_bytes"].items()])]
@@ -172,5 +179,4 @@ def render(document: dict, top: int) -> None:
     if path_table is not None:
         tables.append(path_table)
     for table in tables:
-        console.print()
-        console.print(table)
+        show(console, "", table)

@@ -10,15 +10,16 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from graphtool.errors import UsageError
+from graphtool import graph_io
 
-from .common import common_options, console, emit_report, info, load_graph, save_graph, settings, signature_option
+from . import output
+from .common import (common_options, console, emit_report, graph_output_options, info, load_graph, prepare_graph_output,
+                     save_graph, settings, signature_option)
+from .output import show, stage
 
 
 def _feeds_table(report) -> Table:
-    table = Table(title="inputs of the pruned graph", title_justify="left")
-    for column in ("fed tensor", "node", "op", "dtype", "shape", "used"):
-        table.add_column(column)
+    table = output.table("inputs of the pruned graph", ["fed tensor", "node", "op", "dtype", "shape", "used"])
     for feed in report.feeds:
         table.add_row(feed.tensor, feed.node, feed.op, feed.dtype, feed.shape, "yes" if feed.used else "no")
     return table
@@ -33,12 +34,12 @@ def _feeds_table(report) -> Table:
               help="Tensor supplied from outside (repeatable); becomes a Placeholder named "
                    "'node' (output 0) or 'node_k' (output k).")
 @click.option("--call-frame", is_flag=True, help="Make feeds _Arg and fetches _Retval nodes instead.")
-@click.option("--text", is_flag=True, help="Write text format on stdout.")
+@graph_output_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout (needs OUT other than '-').")
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
 @signature_option
 @common_options
-def command(input_path, output_path, fetches, feeds, call_frame, text, as_json, report, signature):
+def command(input_path, output_path, fetches, feeds, call_frame, text, binary, as_json, report, signature):
     """Keep only what computing the fetches needs, given the feeds; write OUT.
 
     A fed tensor node:k becomes a Placeholder named node (k = 0) or node_k (that name + "/fed"
@@ -46,15 +47,17 @@ def command(input_path, output_path, fetches, feeds, call_frame, text, as_json, 
     While loops are kept whole or not at all; a tensor inside a loop cannot be fed."""
     from graphtool.prune import prune
 
-    if as_json and output_path == "-":
-        raise UsageError("--json writes to stdout, which OUT '-' already uses; use --report FILE")
+    text = prepare_graph_output(output_path, text=text, binary=binary, as_json=as_json)
+    if report:
+        graph_io.check_writable(report)
     graph = load_graph(input_path, signature=signature)
-    pruned, result = prune(graph, list(fetches), list(feeds), call_frame=call_frame)
+    with stage("pruning"):
+        pruned, result = prune(graph, list(fetches), list(feeds), call_frame=call_frame)
     save_graph(pruned, output_path, text=text)
 
     if not settings.quiet:
         if result.feeds:
-            console.print(_feeds_table(result))
+            show(console, _feeds_table(result))
         for feed in result.feeds:
             if not feed.used:
                 info(f"note: --feed {feed.tensor} is not needed by the fetches (kept as input '{feed.node}')")

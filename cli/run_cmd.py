@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import os
 import time
 
 import click
@@ -14,18 +15,45 @@ from graphtool.exec.trace import write_trace
 from graphtool.placement.device_names import short_device_name
 
 from .common import common_options, emit_report, info, load_graph, settings, signature_option
+from .output import detail, notice, stage, take_stdout
+from .output import result as show_result
 from .report import tensor_value
 
 
+# What --output writes, by the file name's extension.
+OUTPUT_FORMATS = {".npz": "an .npz archive keyed by the fetch strings", ".npy": "one array (one fetch)"}
+
+
+def check_output_name(path: str, fetch_count: int) -> None:
+    """--output's format follows its name: .npz, or .npy for exactly one fetch; UsageError (exit
+    2) for anything else, before the graph runs. What is not a file (/dev/stdout, a FIFO) gets
+    an .npz archive."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in OUTPUT_FORMATS and not graph_io.is_stream(path):
+        raise UsageError(f"--output {path}: dftool writes results as .npz (or .npy for one fetch), "
+                         f"not '{suffix or 'a name without extension'}'",
+                         hint=f"name it {os.path.splitext(path)[0] or 'results'}.npz")
+    if suffix == ".npy" and fetch_count != 1:
+        raise UsageError(f"--output {path}: an .npy file holds one array, and there are {fetch_count} fetches",
+                         hint="use an .npz archive, or --fetch just one tensor")
+    graph_io.check_writable(path)
+
+
 def save_outputs(path: str, fetches: list[str], values: list[np.ndarray]) -> None:
-    """Write results as .npz keyed by the fetch strings exactly as given (atomically)."""
+    """Write results as .npz keyed by the fetch strings exactly as given, or one fetch as .npy
+    (atomically)."""
     for name, value in zip(fetches, values):
         if value.dtype == object and any(not isinstance(v, (bytes, str)) for v in value.ravel()):
             kind = type(next(v for v in value.ravel() if not isinstance(v, (bytes, str)))).__name__
             raise UsageError(f"--output: fetch '{name}' is a variant ({kind}), which has no array form",
                              hint="fetch what it holds instead (e.g. a TensorListStack of a list)")
     buffer = io.BytesIO()
-    np.savez(buffer, **dict(zip(fetches, values)))
+    if path.lower().endswith(".npy"):
+        if len(values) != 1:   # the one fetch was dead (an untaken cond branch)
+            raise RuntimeFailure(f"--output {path}: the fetch produced no value (dead), nothing to write")
+        np.save(buffer, values[0], allow_pickle=False)
+    else:
+        np.savez(buffer, **dict(zip(fetches, values)))
     graph_io.write_atomic(path, buffer.getvalue())
 
 
@@ -71,6 +99,10 @@ def execution_options(func):
     options = [
         click.option("--feed", "feed_pairs", multiple=True, metavar="NAME=FILE.npy", help="Feed one tensor."),
         click.option("--feeds", "feeds_file", metavar="FILE.npz", help="Feed the tensors named by an .npz's keys."),
+        click.option("--cast-feeds", is_flag=True,
+                     help="Convert fed arrays to the dtype the graph expects where numpy's same-kind "
+                          "casting allows (float64 -> float32, int -> float); without it a feed must "
+                          "have that dtype, a wider float, or an integer type whose values fit."),
         click.option("--fetch", "fetches", multiple=True, metavar="T",
                      help="Tensor to fetch (default: every graph output)."),
         click.option("--device", default="cpu", show_default=True, help="cpu or gpu (cpu:N, gpu:N)."),
@@ -92,7 +124,8 @@ def execution_options(func):
 
 
 def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threads, *, check_numerics: bool = False,
-                 signature: str | None = None, jit: bool | None = None, jit_cache: str | None = None):
+                 signature: str | None = None, jit: bool | None = None, jit_cache: str | None = None,
+                 cast_feeds: bool = False):
     """(session, feeds, fetch list) for GRAPH and the execution options; the default fetches are
     every graph output. UsageError for a graph with nothing to fetch."""
     from graphtool.exec.session import Session
@@ -104,13 +137,33 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
     session = Session(load_graph(graph, signature=signature), device=device, threads=threads, check_numerics=check_numerics,
                       source="<stdin>" if graph == "-" else graph, jit=jit)
     # Each feed file's headers are checked against what the graph expects before any data is read.
-    feeds = feed_files.collect_feeds(feed_pairs, feeds_file, expect=feed_files.placeholder_expectation(session.resolve))
+    feeds = feed_files.collect_feeds(feed_pairs, feeds_file, expect=feed_files.placeholder_expectation(session.resolve),
+                                     cast=cast_feeds)
     if session.lowering is not None:
         info(session.lowering.notice())
     fetch_list = list(fetches) or session.default_fetches()
     if not fetch_list:
         raise UsageError(f"{graph}: the graph has no outputs to fetch; name one with --fetch")
     return session, feeds, fetch_list
+
+
+def report_moves(moves) -> None:
+    """One notice for the nodes that run elsewhere than they ask (soft placement: a GPU that is
+    not here, a kernel a device lacks); -v names each."""
+    if not moves:
+        return
+    groups: dict[tuple[str, str], int] = {}
+    for move in moves:
+        groups[move.requested, move.runs_on] = groups.get((move.requested, move.runs_on), 0) + 1
+    reasons = "; ".join(sorted({move.why for move in moves})) + ("" if settings.verbose else "; -v names them")
+    if len(groups) == 1:
+        (requested, runs_on), = groups
+        notice(f"soft placement: {len(moves)} node(s) asking for {requested} run on {runs_on} ({reasons})")
+    else:
+        what = ", ".join(f"{count} {requested} -> {runs_on}" for (requested, runs_on), count in sorted(groups.items()))
+        notice(f"soft placement: {len(moves)} node(s) run elsewhere than they ask: {what} ({reasons})")
+    for move in moves:
+        detail(f"  {move.note()}")
 
 
 def report_jit(session) -> None:
@@ -140,23 +193,36 @@ def report_jit(session) -> None:
               help="Runs of the --target nodes (without targets: runs of the fetches; the last is shown).")
 @common_options
 def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threads, timeout, expect, rtol, atol,
-            check_numerics, as_json, report, inits, targets, steps, signature, jit, jit_cache):
-    """Execute GRAPH and print or save the fetched tensors."""
+            check_numerics, as_json, report, inits, targets, steps, signature, jit, jit_cache, cast_feeds):
+    """Execute GRAPH and print or save the fetched tensors.
+
+    Results go to stdout (with --json, to stderr after the report; --output: a file), one line
+    per fetch: name, dtype and shape, the first values."""
+    if as_json:
+        take_stdout()
+    if output:
+        check_output_name(output, len(fetches) or 1)
+    for path in (trace, report):
+        if path:
+            graph_io.check_writable(path)
     session, feeds, fetch_list = open_session(graph, feed_pairs, feeds_file, fetches, device, threads,
                                               check_numerics=check_numerics, signature=signature, jit=jit,
-                                              jit_cache=jit_cache)
+                                              jit_cache=jit_cache, cast_feeds=cast_feeds)
+    if output:
+        check_output_name(output, len(fetch_list))
     # Stateful graphs (training, random draws) evolve across runs of one session, as in
     # TensorFlow: initializers once, then the targets step by step, then the fetches.
-    if inits:
-        session.run([], feeds, timeout=timeout, targets=list(inits))
-    for _ in range(steps if targets else steps - 1):
-        session.run([] if targets else fetch_list, feeds, timeout=timeout, targets=list(targets),
-                    allow_dead=not fetches)
-    # Default fetches may lie on a cond branch this run does not take: those are reported as
-    # dead, not an error. A fetch the user names must be live.
-    started = time.perf_counter()
-    result = session.run(fetch_list, feeds, timeout=timeout, allow_dead=not fetches, trace=bool(trace))
-    step_seconds = time.perf_counter() - started
+    with stage(f"running {'<stdin>' if graph == '-' else graph}"):
+        if inits:
+            session.run([], feeds, timeout=timeout, targets=list(inits))
+        for _ in range(steps if targets else steps - 1):
+            session.run([] if targets else fetch_list, feeds, timeout=timeout, targets=list(targets),
+                        allow_dead=not fetches)
+        # Default fetches may lie on a cond branch this run does not take: those are reported as
+        # dead, not an error. A fetch the user names must be live.
+        started = time.perf_counter()
+        result = session.run(fetch_list, feeds, timeout=timeout, allow_dead=not fetches, trace=bool(trace))
+        step_seconds = time.perf_counter() - started
     if trace:
         write_trace(result.step_stats, trace, metadata={"graph": graph})
         info(f"wrote a trace of {result.step_stats.nodes_executed} node execution(s) to {trace}")
@@ -166,16 +232,17 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
     if output:
         save_outputs(output, fetch_list, values)
         info(f"wrote {len(fetch_list)} tensor(s) to {output}")
-    elif not as_json and not settings.quiet:
-        for name, value in zip(fetch_list, values):
-            click.echo(_summary(name, value))
+    else:
+        show_result(*(_summary(name, value) for name, value in zip(fetch_list, values)))
     for name in dead:
         info(f"{name}: dead (on a cond branch this run did not take)")
-    for note in result.notes:
-        info(f"soft placement: {note}")
+    report_moves(result.moves)
     devices = [short_device_name(d) for d in result.devices]
     if len(devices) > 1:
         info(f"ran on {len(devices)} devices, one executor each: {', '.join(devices)}")
+    detail(f"{result.nodes_executed} node execution(s) on {', '.join(devices) or session.device.name}"
+           + (f"; loop iterations: {', '.join(f'{k}={v}' for k, v in result.iterations.items())}"
+              if result.iterations else ""))
     report_jit(session)
     mismatches = compare_expected(expect, fetch_list, values, rtol, atol) if expect else []
     if as_json or report:

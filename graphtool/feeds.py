@@ -60,10 +60,11 @@ def _read_header(fp) -> ArrayHeader:
 
 
 def check_header(header: ArrayHeader, where: str, expected: tuple[DType | None, Shape | None] | None = None,
-                 feed: str | None = None) -> None:
+                 feed: str | None = None, cast: bool = False) -> None:
     """UsageError naming `where` (the file, and key) unless the array described may be decoded:
     no objects (pickles), within max_tensor_bytes, and fitting the `expected` dtype and shape of
-    `feed` when given (worded as the session words a feed that does not fit)."""
+    `feed` when given (worded as the session words a feed that does not fit; see dtype_fits for
+    `cast`)."""
     if header.dtype.hasobject:
         raise UsageError(f"{where}: holds Python objects (a pickle), which are not accepted",
                          hint="save strings as a fixed-width array (e.g. numpy.array(values, dtype='S'))")
@@ -79,15 +80,20 @@ def check_header(header: ArrayHeader, where: str, expected: tuple[DType | None, 
     label = f"feed '{feed}'" if feed else where
     if want_shape is not None and not Shape.of(want_shape).is_compatible_with(Shape(header.shape)):
         raise UsageError(f"{label}: shape {list(header.shape)} does not fit {Shape.of(want_shape)} ({where})")
-    if want_dtype is not None and not dtype_fits(header.dtype, want_dtype):
+    if want_dtype is not None and not dtype_fits(header.dtype, want_dtype, cast):
+        castable = not cast and dtype_fits(header.dtype, want_dtype, True)
         raise UsageError(f"{label}: dtype {header.dtype} does not match the expected {want_dtype.base} ({where})",
-                         hint=f"save the array as {want_dtype.base.numpy}")
+                         hint=f"save the array as {want_dtype.base.numpy}"
+                              + (", or convert it on the way in with --cast-feeds" if castable else ""))
 
 
-def dtype_fits(stored: np.dtype, want: DType) -> bool:
-    """Whether an array of `stored` dtype can be fed where `want` is expected: the same dtype, or
-    one of the same kind (float for float, integer for integer, text for string); the session
-    converts it (and checks integer values fit)."""
+def dtype_fits(stored: np.dtype, want: DType, cast: bool = False) -> bool:
+    """Whether an array of `stored` dtype can be fed where `want` is expected: the same dtype, a
+    float that converts without loss (float16 for float32), an integer for an integer (the session
+    checks that the values fit), text for string. With `cast` (--cast-feeds), also what numpy's
+    same-kind casting allows: float64 for float32 (rounded), integers for floats, bool for numbers.
+    A float64 array for a float32 input is refused without `cast`: silently rounding what the
+    user saved is a surprise (numpy's default float is float64)."""
     want = want.base
     if want is dtypes.INVALID or want.numpy is None:
         return True
@@ -97,8 +103,23 @@ def dtype_fits(stored: np.dtype, want: DType) -> bool:
         return stored.kind in "SU"
     if stored.kind in "SUOV":
         return False
-    got = dtypes.from_numpy(stored)
-    return (got.is_floating and want.is_floating) or (got.is_integer and want.is_integer)
+    try:
+        got = dtypes.from_numpy(stored)
+    except UsageError:
+        return False
+    if got.is_integer and want.is_integer:
+        return True
+    if got.is_floating and want.is_floating and np.can_cast(stored, want.numpy, "safe"):
+        return True
+    return cast and np.can_cast(stored, want.numpy, "same_kind")
+
+
+def _converted(array: np.ndarray, expected, cast: bool) -> np.ndarray:
+    """With `cast`, an array in the expected dtype where only --cast-feeds allows its own."""
+    want = expected[0].base if expected is not None and expected[0] is not None else None
+    if not cast or want is None or want.numpy is None or dtype_fits(array.dtype, want):
+        return array
+    return array.astype(want.numpy, casting="same_kind")
 
 
 def _decode(open_member) -> np.ndarray:
@@ -129,7 +150,7 @@ def _failure(where: str, exc: BaseException, what: str = "array") -> UsageError:
     return UsageError(f"{where}: not a readable {what} ({text})")
 
 
-def read_npy(path: str, what: str, expected=None, feed: str | None = None) -> np.ndarray:
+def read_npy(path: str, what: str, expected=None, feed: str | None = None, cast: bool = False) -> np.ndarray:
     """The array in an .npy file, its header checked before its data is read."""
     where = f"{what} '{path}'"
     if _kind(path, what) != "npy":
@@ -137,8 +158,8 @@ def read_npy(path: str, what: str, expected=None, feed: str | None = None) -> np
     try:
         with open(path, "rb") as fp:
             header = _read_header(fp)
-        check_header(header, where, expected, feed)
-        return _decode(lambda: open(path, "rb"))
+        check_header(header, where, expected, feed, cast)
+        return _converted(_decode(lambda: open(path, "rb")), expected, cast)
     except DftoolError:
         raise
     except MemoryError:
@@ -153,14 +174,14 @@ def npz_headers(path: str, what: str) -> dict[str, ArrayHeader]:
 
 
 def read_npz(path: str, what: str, keys: list[str] | None = None,
-             expect: Expectation | None = None) -> dict[str, np.ndarray]:
+             expect: Expectation | None = None, cast: bool = False) -> dict[str, np.ndarray]:
     """The arrays of an .npz archive by key (only `keys`, when given, in the archive's order);
     each member's header is checked (see check_header, with `expect(key)`) before decompressing
     its data, so a zip bomb costs nothing."""
-    return _walk_npz(path, what, keys, expect, decode=True)
+    return _walk_npz(path, what, keys, expect, decode=True, cast=cast)
 
 
-def _walk_npz(path: str, what: str, keys, expect, decode: bool) -> dict:
+def _walk_npz(path: str, what: str, keys, expect, decode: bool, cast: bool = False) -> dict:
     if _kind(path, what) != "npz":
         raise UsageError(f"{what} '{path}': expected an .npz archive of named arrays")
     arrays: dict = {}
@@ -180,8 +201,9 @@ def _walk_npz(path: str, what: str, keys, expect, decode: bool) -> dict:
                 if not decode:
                     arrays[key] = header
                     continue
-                check_header(header, where, expect(key) if expect else None, key if expect else None)
-                arrays[key] = _decode(lambda: archive.open(member))
+                expected = expect(key) if expect else None
+                check_header(header, where, expected, key if expect else None, cast)
+                arrays[key] = _converted(_decode(lambda: archive.open(member)), expected, cast)
     except DftoolError:
         raise
     except MemoryError:
@@ -194,12 +216,13 @@ def _walk_npz(path: str, what: str, keys, expect, decode: bool) -> dict:
 
 
 def collect_feeds(feed_pairs: tuple[str, ...] | list[str], feeds_file: str | None,
-                  expect: Expectation | None = None) -> dict[str, np.ndarray]:
+                  expect: Expectation | None = None, cast: bool = False) -> dict[str, np.ndarray]:
     """--feeds FILE.npz first, then each --feed NAME=FILE.npy (later ones win); `expect(name)`
-    gives what the graph expects of a feed, checked against each header before decoding."""
+    gives what the graph expects of a feed, checked against each header before decoding; `cast`
+    (--cast-feeds) converts what dtype_fits allows only with it."""
     feeds: dict[str, np.ndarray] = {}
     if feeds_file:
-        feeds.update(read_npz(feeds_file, "--feeds", expect=expect))
+        feeds.update(read_npz(feeds_file, "--feeds", expect=expect, cast=cast))
     for pair in feed_pairs:
         name, sep, path = pair.partition("=")
         if not sep or not name or not path:
@@ -207,7 +230,7 @@ def collect_feeds(feed_pairs: tuple[str, ...] | list[str], feeds_file: str | Non
         what = f"--feed {name}"
         if _kind(path, what) == "npz":
             raise UsageError(f"--feed {name}: '{path}' is an .npz archive; use --feeds for archives")
-        feeds[name] = read_npy(path, what, expect(name) if expect else None, name)
+        feeds[name] = read_npy(path, what, expect(name) if expect else None, name, cast)
     return feeds
 
 

@@ -261,18 +261,45 @@ def write_atomic(path: str, data: bytes) -> None:
             return
         _write_all(fd, data)
         return
+    where = _output_target(path)
+    if where is None:
+        _write_through(path, data)
+        return
+    _replace(path, *where, data)
+
+
+def is_stream(path: str) -> bool:
+    """Whether OUT is written through rather than replaced: stdout, a device, a FIFO."""
+    if path == STDIO:
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return S_ISCHR(mode) or S_ISBLK(mode) or S_ISFIFO(mode)
+
+
+def check_writable(path: str) -> None:
+    """The checks write_atomic makes before writing, made up front (a command calls this before
+    minutes of work, so that an unwritable OUT fails at once): UsageError (exit 2) naming `path`."""
+    if path != STDIO:
+        _output_target(path)
+
+
+def _output_target(path: str):
+    """(target, directory, status) for a file to replace, or None for a path written through (a
+    device, a FIFO); UsageError for a path that cannot take an output file."""
     try:
         status = os.stat(path)  # follows links: /dev/stdout, a link to a FIFO
     except FileNotFoundError:
         status = None
-    except OSError as exc:
+    except OSError as exc:   # e.g. a name too long, a path through a file
         raise UsageError(f"{path}: cannot write ({exc.strerror or exc})") from None
     if status is not None and not S_ISREG(status.st_mode):
         if S_ISDIR(status.st_mode):
             raise UsageError(f"{path}: is a directory, not an output file")
         if S_ISCHR(status.st_mode) or S_ISBLK(status.st_mode) or S_ISFIFO(status.st_mode):
-            _write_through(path, data)
-            return
+            return None
         kind = "a socket" if S_ISSOCK(status.st_mode) else "not a regular file"
         raise UsageError(f"{path}: is {kind}, not an output file")
     target = os.path.realpath(path)
@@ -287,7 +314,7 @@ def write_atomic(path: str, data: bytes) -> None:
         raise UsageError(f"{path}: is read-only (no write permission); not replaced")
     if not os.access(directory, os.W_OK | os.X_OK):
         raise UsageError(f"{path}: directory {directory} is not writable")
-    _replace(path, target, directory, status, data)
+    return target, directory, status
 
 
 def ensure_directory(path: str, what: str) -> None:
@@ -335,7 +362,7 @@ def _replace(path: str, target: str, directory: str, status, data: bytes) -> Non
         try:
             fd = _create_exclusive(tmp_name)
         except OSError as exc:
-            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENAMETOOLONG):
                 raise UsageError(f"{path}: cannot create a file in {directory} "
                                  f"({exc.strerror or exc})") from None
             raise

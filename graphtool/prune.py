@@ -161,7 +161,7 @@ def _resolve(graph: Graph, option: str, name: str) -> TensorRef:
         alias = fed_tensor_aliases(graph, role).get(f"{node_name}:{port}")   # e.g. a signature key
         if alias is not None:
             return alias
-        raise UsageError(f"{option} {name}: {exc}") from None
+        raise UsageError(f"{option} {name}: {exc}", hint=exc.hint) from None
 
 
 def _resolve_fetches(graph: Graph, fetches: list[str], info, call_frame: bool):

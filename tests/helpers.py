@@ -43,6 +43,42 @@ def run_dftool(*args, input: bytes | str | None = None, binary: bool = False,
     return proc.returncode, stdout, proc.stderr.decode("utf-8", "replace")
 
 
+def run_dftool_on_terminal(*args, stream: str = "stdout", cwd=None, timeout: float = 300) -> tuple[int, bytes, bytes]:
+    """Run `python -m cli.main ARGS` with `stream` ('stdout' or 'stderr') on a pseudo-terminal and
+    the other on a pipe; returns (exit code, what the terminal got, what the pipe got). The
+    terminal is read while the command runs: its buffer is small and a writer to a full one waits."""
+    import pty
+    import threading
+
+    main, replica = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    chunks: list[bytes] = []
+
+    def drain():
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:   # EIO: the other side is closed and drained
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    streams = {"stdout": replica, "stderr": subprocess.PIPE} if stream == "stdout" else \
+        {"stdout": subprocess.PIPE, "stderr": replica}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "cli.main", *map(str, args)], stdin=subprocess.DEVNULL,
+                              cwd=cwd or REPO_ROOT, env=env, timeout=timeout, **streams)
+    finally:
+        os.close(replica)
+    reader.join(timeout=10)
+    os.close(main)
+    piped = proc.stderr if stream == "stdout" else proc.stdout
+    return proc.returncode, b"".join(chunks), piped
+
+
 def error_line(stderr: str) -> str:
     """The single `error: ...` line of a failed command (asserts there is exactly one line)."""
     lines = stderr.splitlines()

@@ -144,16 +144,17 @@ def test_device_names(device, valid):
 
 # --- the command line -------------------------------------------------------------------------
 
-def test_tables_on_stderr_and_nothing_on_stdout(mlp_file):
+def test_tables_on_stdout_and_nothing_on_stderr(mlp_file):
     rc, stdout, stderr = run_dftool("inspect", mlp_file)
-    assert rc == 0 and stdout == ""
+    assert rc == 0 and stderr == ""
     for text in ["10 nodes", "MatMul", "logits", "[?,4]", f"{MLP_PARAMETERS} elements", "run it with:",
                  f"dftool run {mlp_file} --feed x=x.npy --fetch logits"]:
-        assert text in stderr, text
+        assert text in stdout, text
 
 
-def test_quiet_prints_nothing(mlp_file):
-    assert run_dftool("inspect", "-q", mlp_file) == (0, "", "")
+def test_quiet_still_prints_the_tables_asked_for(mlp_file):
+    rc, stdout, stderr = run_dftool("inspect", "-q", mlp_file)
+    assert rc == 0 and stderr == "" and "MatMul" in stdout
     rc, stdout, stderr = run_dftool("-q", "inspect", mlp_file, "--json")
     assert rc == 0 and stderr == "" and json.loads(stdout)["node_count"] == 10
 
@@ -174,8 +175,8 @@ def test_text_file(tmp_path):
 def test_report_file(mlp_file, tmp_path):
     target = tmp_path / "report.json"
     target.write_text("old")
-    rc, stdout, _ = run_dftool("inspect", "-q", mlp_file, "--report", str(target))
-    assert rc == 0 and stdout == ""
+    rc, stdout, stderr = run_dftool("inspect", "-q", mlp_file, "--report", str(target))
+    assert rc == 0 and stderr == "" and "MatMul" in stdout   # the tables still: -q keeps results
     assert json.loads(target.read_text()) == inspect_json(mlp_file)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp.pb", "report.json"]  # no temp files left
 

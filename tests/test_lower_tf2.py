@@ -251,5 +251,5 @@ def test_cli_inspect_describes_functions():
     step = next(f for name, f in functions.items() if "step" in name)
     assert step["inputs"] == [{"name": "v", "dtype": "float32"}] and step["nodes"] > 0
     assert step["callers"] == [f"{body['name']}/while/PartitionedCall"]
-    code, _, err = run_dftool("inspect", FIXTURES / "loop_calls_function" / "graph.pb")
-    assert code == 0 and "functions" in err and "v: float32" in err
+    code, out, err = run_dftool("inspect", FIXTURES / "loop_calls_function" / "graph.pb")
+    assert code == 0 and "functions" in out and "v: float32" in out

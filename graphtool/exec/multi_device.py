@@ -22,10 +22,11 @@ first one, naming its node and device.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 from ..errors import DeviceUnavailable, DftoolError, InvalidGraphError, UsageError
 from ..ir import Graph, Node, TensorRef
-from ..placement.device_names import DEFAULT_JOB, canonical_device_name, parse_device_name, short_device_name
+from ..placement.device_names import DEFAULT_JOB, canonical_device_name, matches, parse_device_name, short_device_name
 from .device_factory import create_device
 from .devices import CPUDevice, Device, FakeGPUDevice
 from .executor import Executor, StepStats
@@ -126,10 +127,10 @@ def usable_devices(names: list[str], gpu_double: bool) -> list[str]:
 
 # --- preparing the graph ----------------------------------------------------------------------
 
-def place_and_partition(graph: Graph, default_device: Device, gpu_double: bool) -> list[str]:
+def place_and_partition(graph: Graph, default_device: Device, gpu_double: bool) -> list[Moved]:
     """Place (soft placement on) and partition `graph` in place, over the devices its nodes name
-    that exist here and the default device; returns one note per device request that soft
-    placement could not honour. Nodes that name no device (nor does anything they must be
+    that exist here and the default device; returns each device request that soft placement
+    could not honour. Nodes that name no device (nor does anything they must be
     colocated with) go to the default device, as `dftool run` promises."""
     from ..placement.colocation import colocation_groups
     from ..partition import partition
@@ -145,8 +146,36 @@ def place_and_partition(graph: Graph, default_device: Device, gpu_double: bool) 
         devices.append(default)
     report = place(graph, devices, soft_placement=True)
     partition(graph)
-    return [f"node '{s.node}' asked for {_short(s.requested)}, runs on {short_device_name(s.chosen)} ({s.why})"
-            for s in report.softened]
+    return [Moved(s.node, _short(s.requested), short_device_name(s.chosen), s.why) for s in report.softened]
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A node that does not run on the device it asks for (short device names)."""
+
+    node: str
+    requested: str
+    runs_on: str
+    why: str
+
+    def note(self) -> str:
+        return f"node '{self.node}' asked for {self.requested}, runs on {self.runs_on} ({self.why})"
+
+
+def single_device_moves(nodes, device: Device, gpu_double: bool) -> list[Moved]:
+    """The nodes among `nodes` that ask for a device other than `device`, which a single-device
+    run puts on `device` all the same (a graph pinned whole to a GPU this machine lacks)."""
+    moves, usable = [], {}
+    for node in nodes:
+        if not node.device or matches(node.device, device.name):
+            continue
+        requested = node_device(node, device.name)
+        if requested not in usable:
+            usable[requested] = bool(usable_devices([requested], gpu_double))
+        why = (f"the run is on {short_device_name(device.name)}" if usable[requested]
+               else "no such device here")
+        moves.append(Moved(node.name, _short(requested), short_device_name(device.name), why))
+    return sorted(moves, key=lambda m: m.node)
 
 
 def _short(name: str) -> str:
@@ -195,6 +224,7 @@ class MultiDeviceExecutor:
         self.part_of = {item: part for part in parts for item in part.executor.plan.items}
         self.last_stats = StepStats()   # the latest step's (concurrent steps: use run_step)
         self.notes: list[str] = []
+        self.moves: list[Moved] = []
 
     @property
     def device_names(self) -> list[str]:
@@ -299,7 +329,7 @@ def compile_multi_device(session, pruned: Graph, fed_nodes: set[Node], fetch_ref
     of the session's graph (placed and partitioned here, in place, when it is not yet)."""
     gpu_double = isinstance(session.device, FakeGPUDevice)
     # A graph holding _Send/_Recv is partitioned already (a pruned piece of it may hold none).
-    notes = [] if has_transfers(session.graph) else place_and_partition(pruned, session.device, gpu_double)
+    moves = [] if has_transfers(session.graph) else place_and_partition(pruned, session.device, gpu_double)
     fed_names = {node.name for node in fed_nodes}
     target_names = {node.name for node in target_nodes}
     parts, item_of, moved = [], {}, {}
@@ -316,7 +346,8 @@ def compile_multi_device(session, pruned: Graph, fed_nodes: set[Node], fetch_ref
                                                        targets=targets)))
         item_of.update(plan.item_of)
     executor = MultiDeviceExecutor(parts, session.device)
-    executor.notes = notes
+    executor.moves = moves
+    executor.notes = [move.note() for move in moves]
     fetch_pairs = []
     for ref in fetch_refs:
         target = moved.get((ref.node.name, ref.index), ref)   # a fetch a cluster now computes

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import RuntimeFailure, UsageError
+from ..suggest import did_you_mean, join_hints
 from ..functions.lowering import lower_functional_ops, needs_lowering
 from ..ir import Graph, TensorRef, parse_tensor_name
 from ..ir.queries import graph_outputs
@@ -22,10 +23,10 @@ from ..prune import SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUT_ATTR, fed_tensor_alia
 from ..shape_inference import infer_shapes
 from ..shapes import Shape
 from .device_factory import create_device
-from .devices import Device
+from .devices import Device, FakeGPUDevice
 from .executor import Executor
 from .kernels.state import Uninitialized
-from .multi_device import compile_multi_device, needs_multi_device, with_peer_sends
+from .multi_device import compile_multi_device, needs_multi_device, single_device_moves, with_peer_sends
 from .plan import compile_plan
 from .resources import SessionResources, StepResources
 from .step_stats import StepStats
@@ -40,6 +41,7 @@ class RunResult:
     devices: list[str] = field(default_factory=list)   # the devices whose executors ran
     step_stats: StepStats | None = None   # with run(trace=True): every node execution, memory
     notes: list[str] = field(default_factory=list)   # device requests soft placement moved
+    moves: list = field(default_factory=list)   # the same, as multi_device.Moved entries
 
 
 class Session:
@@ -89,12 +91,25 @@ class Session:
             return aliased
         node = self.graph.get(node_name)
         if node is None:
-            raise UsageError(f"{what} '{name}': no node named '{node_name}' in the graph")
+            raise UsageError(f"{what} '{name}': no node named '{node_name}' in the graph",
+                             hint=self._name_hint(node_name, what))
         if node.op == "_Retval" and port == 0:   # fetching a call frame's result: its value
             return node.inputs[0]
         if port >= node.num_outputs:
             raise UsageError(f"{what} '{name}': node '{node_name}' ({node.op}) has {node.num_outputs} output(s)")
         return TensorRef(node, port)
+
+    def _name_hint(self, name: str, what: str) -> str | None:
+        """Close names (signature keys too); for a feed, also the inputs the graph has."""
+        names = [n.name for n in self.graph.nodes] + [key.split(":")[0] for key in self._aliases[what]]
+        if what != "feed":
+            return did_you_mean(name, names)
+        inputs = [(n.attr(SIGNATURE_INPUT_ATTR) if n.has_attr(SIGNATURE_INPUT_ATTR) else n.name, n)
+                  for n in self.graph.nodes if n.op in FED_INPUT_OPS]
+        listed = ", ".join(f"{key} ({self._describe(node.output(0))})" for key, node in inputs[:10])
+        more = f", ... ({len(inputs) - 10} more)" if len(inputs) > 10 else ""
+        return join_hints(did_you_mean(name, names),
+                          f"the graph's placeholders: {listed}{more}" if inputs else "the graph has no placeholders")
 
     def default_fetches(self) -> list[str]:
         retvals = retval_names(self.graph)
@@ -117,7 +132,8 @@ class Session:
         target_nodes = [self.graph.get(t.lstrip("^")) for t in targets]
         for name, node in zip(targets, target_nodes):
             if node is None:
-                raise UsageError(f"target '{name}': no node named '{name.lstrip('^')}' in the graph")
+                raise UsageError(f"target '{name}': no node named '{name.lstrip('^')}' in the graph",
+                                 hint=did_you_mean(name.lstrip("^"), (n.name for n in self.graph.nodes)))
         feed_values = {self.resolve(name, "feed"): value for name, value in feeds.items()}
         checked = {ref: self._check_feed(ref, name, value)
                    for (name, value), ref in zip(feeds.items(), feed_values)}
@@ -145,7 +161,7 @@ class Session:
         host_values = [None if v is None else device.to_host(v) for v in values]
         return RunResult(host_values, step.nodes_executed, dict(step.iterations),
                          executor.device_names, stats.stop() if trace else None,
-                         notes=list(getattr(executor, "notes", ())))
+                         notes=list(getattr(executor, "notes", ())), moves=list(getattr(executor, "moves", ())))
 
     def _compile(self, fetch_refs, target_nodes, checked):
         fed_nodes = {ref.node for ref in checked}
@@ -184,6 +200,9 @@ class Session:
         plan = compile_plan(pruned, self.device, {n.name for n in fed_nodes})
         executor = Executor(plan, self.threads, check_numerics=self.check_numerics,
                             targets=[plan.item_of[n.name] for n in target_nodes])
+        # Nodes that ask for another device (e.g. a graph pinned whole to a missing GPU) run here.
+        executor.moves = single_device_moves(pruned.nodes, self.device, isinstance(self.device, FakeGPUDevice))
+        executor.notes = [move.note() for move in executor.moves]
         fetch_pairs = [_fetch_pair(plan.item_of, moved, ref) for ref in fetch_refs]
         fed_items = {}
         for node in fed_nodes:

@@ -162,7 +162,7 @@ def _resolve(graph: Graph, tensor, what: str) -> TensorRef:
     try:
         return graph.tensor(str(tensor))
     except UsageError as exc:
-        raise UsageError(f"{what} '{tensor}': {exc}") from None
+        raise UsageError(f"{what} '{tensor}': {exc}", hint=exc.hint) from None
 
 
 def _describe(frame: Frame) -> str:

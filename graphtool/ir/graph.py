@@ -10,6 +10,7 @@ from collections import deque
 from typing import Iterable, Iterator
 
 from ..errors import InvalidGraphError, UsageError
+from ..suggest import did_you_mean
 from ..proto.function_pb2 import FunctionDefLibrary
 from ..proto.graph_debug_info_pb2 import GraphDebugInfo
 from ..proto.versions_pb2 import VersionDef
@@ -70,7 +71,7 @@ class Graph:
         base, _ = parse_tensor_name(name)
         if base in self._nodes:
             return self._nodes[base]
-        raise UsageError(f"no node named '{name}' in the graph")
+        raise UsageError(f"no node named '{name}' in the graph", hint=did_you_mean(name, self._nodes))
 
     def get(self, name: str) -> Node | None:
         return self._nodes.get(name)
@@ -79,7 +80,8 @@ class Graph:
         """Resolve 'node' / 'node:k' to a TensorRef, checking that the port exists."""
         name, port = parse_tensor_name(text)
         if name not in self._nodes:
-            raise UsageError(f"no node named '{name}' in the graph (tensor '{text}')")
+            raise UsageError(f"no node named '{name}' in the graph (tensor '{text}')",
+                             hint=did_you_mean(name, self._nodes))
         node = self._nodes[name]
         if port >= node.num_outputs:
             raise UsageError(f"tensor '{text}': node '{name}' ({node.op}) has {node.num_outputs} output(s)")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import DftoolError, InvalidGraphError, RuntimeFailure, UsageError
+from ..suggest import did_you_mean, join_hints
 from ..ir import Graph, to_graphdef
 from ..placement.colocation import drop_dangling_colocation
 from .base import PassContext, registered_passes
@@ -50,7 +51,8 @@ def select_passes(only: list[str] | None, skip: list[str] | None) -> list[str]:
     known = pass_order()
     for name in (only or []) + (skip or []):
         if name not in known:
-            raise UsageError(f"unknown pass '{name}'", hint="valid passes: " + ", ".join(known))
+            raise UsageError(f"unknown pass '{name}'",
+                             hint=join_hints(did_you_mean(name, known), "valid passes: " + ", ".join(known)))
     chosen = [n for n in known if only is None or n in only]
     return [n for n in chosen if n not in (skip or [])]
 
