@@ -98,7 +98,7 @@ def _guard_stdout() -> None:
         return
     sys.stdout.flush()
     sys.stdout = io.TextIOWrapper(io.BufferedWriter(_WholeWrites(fd)), encoding=sys.stdout.encoding,
-                                  errors=sys.stdout.errors, line_buffering=sys.stdout.line_buffering)
+                                  errors=sys.stdout.errors, line_buffering=bool(sys.stdout.line_buffering))
 
 
 def _silence_stdout() -> None:
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
 def _internal_error(exc: Exception, settings, say) -> int:
     if settings.debug:
         raise exc
-    say(f"error: internal error: {type(exc).__name__}: {_one_line(exc)} "
+    say(f"error: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
         f"(rerun with --debug for a traceback)")
     return 1
 

@@ -74,7 +74,8 @@ def _verify(original, optimized, fetch_names, feeds_file, tolerance, timeout) ->
                              hint="a loop that never ends? if the graph is just slow, raise it with "
                                   "--timeout SECONDS") from None
     what = feeds_file or "random feeds"
-    raise RuntimeFailure(f"--verify: the original graph itself fails on {what}: {failure.one_line()}",
+    reason = failure.one_line() if failure is not None else "no feeds to try"
+    raise RuntimeFailure(f"--verify: the original graph itself fails on {what}: {reason}",
                          hint="give real inputs with --feeds FILE.npz")
 
 

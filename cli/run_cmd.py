@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import os
 import time
+from typing import Any
 
 import click
 import numpy as np
@@ -53,7 +54,8 @@ def save_outputs(path: str, fetches: list[str], values: list[np.ndarray]) -> Non
             raise RuntimeFailure(f"--output {path}: the fetch produced no value (dead), nothing to write")
         np.save(buffer, values[0], allow_pickle=False)
     else:
-        np.savez(buffer, **dict(zip(fetches, values)))
+        arrays: dict[str, Any] = dict(zip(fetches, values))
+        np.savez(buffer, **arrays)
     graph_io.write_atomic(path, buffer.getvalue())
 
 
@@ -63,7 +65,7 @@ def compare_expected(path: str, fetches: list[str], values: list[np.ndarray], rt
     headers = feed_files.npz_headers(path, "--expect")
     keys = {name: next((k for k in (name, f"{name}:0", name.removesuffix(":0")) if k in headers), None)
             for name in fetches}
-    wanted = {keys[n] for n, v in zip(fetches, values) if keys[n] is not None and headers[keys[n]].shape == v.shape}
+    wanted = {key for n, v in zip(fetches, values) if (key := keys[n]) is not None and headers[key].shape == v.shape}
     archive = feed_files.read_npz(path, "--expect", keys=sorted(wanted))
     problems = []
     for name, value in zip(fetches, values):
