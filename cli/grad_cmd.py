@@ -1,4 +1,4 @@
-"""`dftool grad IN OUT --y T [--x T ...] [--prefix grad]`: add a gradient subgraph (see CLI.md)."""
+"""`dftool grad IN OUT --y T [--x T ...] [--prefix grad]`: add a gradient subgraph (see docs/commands.md)."""
 from __future__ import annotations
 
 import click

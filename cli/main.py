@@ -1,4 +1,4 @@
-"""The `dftool` entry point: the command group, error formatting and exit codes (see CLI.md).
+"""The `dftool` entry point: the command group, error formatting and exit codes (see docs/commands.md).
 
 Exit codes: 0 ok, 1 runtime failure (also: stdout closed before the output was written, or out of
 memory), 2 usage error, 3 invalid input, 4 device unavailable; a signal ends it with 128 + its

@@ -1,4 +1,4 @@
-"""`dftool optimize IN OUT`: run the optimization passes (see CLI.md)."""
+"""`dftool optimize IN OUT`: run the optimization passes (see docs/commands.md)."""
 from __future__ import annotations
 
 import time

@@ -1,4 +1,4 @@
-"""Where a command's words go, and how they look on a terminal and off it (CLI.md, "output").
+"""Where a command's words go, and how they look on a terminal and off it (docs/commands.md, "Standard input and output").
 
 - What the user asked to see (inspect and profile tables, run results, place --explain) goes to
   stdout, unless stdout already carries a graph (OUT '-') or JSON (--json): then to stderr. A

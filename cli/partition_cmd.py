@@ -1,4 +1,4 @@
-"""`dftool partition IN OUT`: cut a placed graph into per-device parts (see CLI.md)."""
+"""`dftool partition IN OUT`: cut a placed graph into per-device parts (see docs/commands.md)."""
 from __future__ import annotations
 
 import os

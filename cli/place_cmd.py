@@ -1,4 +1,4 @@
-"""`dftool place IN OUT`: give every node a full device name (see CLI.md).
+"""`dftool place IN OUT`: give every node a full device name (see docs/commands.md).
 
 Errors: a bad --devices list or a device type other than CPU/GPU is a usage error (exit 2); a bad
 --cost-model file, a bad device name inside the graph, a constraint that cannot hold with

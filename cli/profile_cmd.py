@@ -1,5 +1,5 @@
 """`dftool profile GRAPH`: run a graph N times after warm-up and report where time and memory go
-(see CLI.md). The numbers come from the executor's step statistics (graphtool/exec/step_stats.py),
+(see docs/commands.md). The numbers come from the executor's step statistics (graphtool/exec/step_stats.py),
 summarized by graphtool/profiling/; this module only renders them."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`dftool prune IN OUT --fetch T ... [--feed T ...] [--call-frame]` (see CLI.md).
+"""`dftool prune IN OUT --fetch T ... [--feed T ...] [--call-frame]` (see docs/commands.md).
 
 A fed tensor `node:k` becomes a Placeholder named `node` (k = 0) or `node_k`; `dftool run` on the
 pruned graph accepts either that name or the original `node:k` as the feed key. With --call-frame

@@ -1,4 +1,4 @@
-"""`dftool run GRAPH`: execute a graph (see CLI.md)."""
+"""`dftool run GRAPH`: execute a graph (see docs/commands.md)."""
 from __future__ import annotations
 
 import io

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 class DftoolError(Exception):
-    """An error the user can act on. `exit_code` follows CLI.md."""
+    """An error the user can act on. `exit_code` follows docs/commands.md."""
 
     exit_code = 1
 

@@ -1,4 +1,4 @@
-"""Output that pipes (CLI.md): what the user asked to see goes to stdout unless a graph or JSON
+"""Output that pipes (docs/commands.md): what the user asked to see goes to stdout unless a graph or JSON
 has it, notices to stderr; off a terminal nothing wraps or splits names; -q silences notices but
 never the result; -v adds detail on every command; a bare `dftool` prints the usage; progress
 shows on a terminal only."""

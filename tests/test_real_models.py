@@ -189,7 +189,7 @@ def test_optimize_verifies_and_still_matches_tensorflow(case, tmp_path):
 # -- grad ------------------------------------------------------------------------------------
 
 def gradient_name(x: str, prefix: str) -> str:
-    """CLI.md: the gradient of x = node:k is PREFIX/node when k = 0, else PREFIX/node_k."""
+    """docs/commands.md: the gradient of x = node:k is PREFIX/node when k = 0, else PREFIX/node_k."""
     node, _, port = x.rpartition(":")
     return f"{prefix}/{node}" if port == "0" else f"{prefix}/{node}_{port}"
 

@@ -31,7 +31,7 @@ tf1 = tf.compat.v1
 
 
 def gradient_name(x: str, prefix: str = "grad") -> str:
-    """CLI.md's name of the gradient of tensor `x` ('node:k')."""
+    """docs/commands.md's name of the gradient of tensor `x` ('node:k')."""
     node, _, port = x.partition(":")
     return f"{prefix}/{node}" if port in ("", "0") else f"{prefix}/{node}_{port}"
 

@@ -4,7 +4,7 @@
     new_graph, report = gradients(graph, "loss", ["w"], prefix="d")   # on a copy: d/w
 
 The gradient of x = node:k is the Identity named `PREFIX/node` (k = 0) or `PREFIX/node_k`
-(CLI.md). A non-scalar y is differentiated as sum(y) (seeded with ones shaped like y). An x that
+(docs/commands.md). A non-scalar y is differentiated as sum(y) (seeded with ones shaped like y). An x that
 y does not depend on through floating values (or that is not floating itself) still gets its
 gradient node, zeros shaped like x, with a warning in the report. Backward nodes are named
 under `PREFIX/<forward node>_grad/` and placed on the forward node's device.
@@ -65,7 +65,7 @@ class GradReport:
 
 
 def gradient_name(x: str, prefix: str = "grad") -> str:
-    """CLI.md: the gradient of x = node:k is PREFIX/node when k = 0, else PREFIX/node_k."""
+    """docs/commands.md: the gradient of x = node:k is PREFIX/node when k = 0, else PREFIX/node_k."""
     node, port = parse_tensor_name(x)
     return f"{prefix}/{node}" if port == 0 else f"{prefix}/{node}_{port}"
 

@@ -53,7 +53,7 @@ RUNS = list(_runs())
 
 
 def gradient_name(x: str, prefix: str = PREFIX) -> str:
-    """CLI.md: the gradient of x = node:k is PREFIX/node when k = 0, else PREFIX/node_k."""
+    """docs/commands.md: the gradient of x = node:k is PREFIX/node when k = 0, else PREFIX/node_k."""
     node, port = parse_tensor_name(x)
     return f"{prefix}/{node}" if port == 0 else f"{prefix}/{node}_{port}"
 

@@ -1,4 +1,4 @@
-"""The one helper every pass test uses (DESIGN.md): precondition, run (changed as expected),
+"""The one helper every pass test uses (docs/architecture.md): precondition, run (changed as expected),
 verify(), structural assertions, numerical equivalence on random feeds, and idempotence."""
 from __future__ import annotations
 
