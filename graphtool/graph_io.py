@@ -286,7 +286,7 @@ def check_writable(path: str) -> None:
         _output_target(path)
 
 
-def _output_target(path: str):
+def _output_target(path: str) -> "tuple[str, str, os.stat_result | None] | None":
     """(target, directory, status) for a file to replace, or None for a path written through (a
     device, a FIFO); UsageError for a path that cannot take an output file."""
     try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections import Counter, deque
+from collections.abc import Sequence
 
 from . import dtypes
 from .errors import DftoolError
@@ -36,7 +37,7 @@ _DEVICE_COMPONENT = re.compile(
     rf"|device:(?:[A-Za-z]\w*|\*)(?::{_ID})?|(?:cpu|CPU|gpu|GPU):{_ID})")
 
 
-def inspect_graph(graph: Graph, source: str = "graph", build_problems: list[str] = ()) -> dict:
+def inspect_graph(graph: Graph, source: str = "graph", build_problems: Sequence[str] = ()) -> dict:
     """The body of the `dftool.inspect/2` report on `graph` (loaded from `source`;
     docs/schemas/inspect.schema.json); the command adds `schema`. Its keys:
 
@@ -54,8 +55,8 @@ def inspect_graph(graph: Graph, source: str = "graph", build_problems: list[str]
     unknown_ops [{op, count, nodes}] (most frequent first); run_command (fetching only the outputs
     that need no unknown op; null when none does)."""
     problems = _problems(graph, build_problems)
-    unknown = [{"op": op, "count": len(names), "nodes": names} for op, names in opaque.merge(
-        opaque.unknown_ops(graph.nodes), opaque.unknown_ops_in_functions(graph.library)).items()]
+    unknown_by_op = opaque.merge(opaque.unknown_ops(graph.nodes), opaque.unknown_ops_in_functions(graph.library))
+    unknown = [{"op": op, "count": len(names), "nodes": names} for op, names in unknown_by_op.items()]
     findings: list[dict] = []
     shapes, shape_failure = _infer(graph)
     inputs = [_input_entry(node) for node in graph.nodes if node.op in PLACEHOLDER_OPS]
@@ -64,10 +65,10 @@ def inspect_graph(graph: Graph, source: str = "graph", build_problems: list[str]
     outputs = _section("outputs", findings, broken, lambda: _output_entries(graph, shapes, bool(unknown)))
     sinks = _section("sinks", findings, broken, lambda: [{"name": n.name, "op": n.op} for n in graph_sinks(graph)])
     frames = _section("frames", findings, broken, lambda: _frames(graph))
-    for entry in unknown:
-        found = opaque.describe({entry["op"]: entry["nodes"]})
-        findings.append(_finding("unknown_op", graph.get(entry["nodes"][0]),
-                                 f"op '{entry['op']}' is not known to dftool ({found}): opaque, fetches "
+    for op, names in unknown_by_op.items():
+        found = opaque.describe({op: names})
+        findings.append(_finding("unknown_op", graph.get(names[0]),
+                                 f"op '{op}' is not known to dftool ({found}): opaque, fetches "
                                  f"that need it cannot run"))
     findings += _section("findings", findings, broken, lambda: _findings(graph, shapes, shape_failure))
     return {
@@ -92,7 +93,7 @@ def inspect_graph(graph: Graph, source: str = "graph", build_problems: list[str]
     }
 
 
-def _problems(graph: Graph, build_problems) -> list[str]:
+def _problems(graph: Graph, build_problems: Sequence[str]) -> list[str]:
     """Build problems, then what verify() finds, leaving out what only restates a build problem
     (a node that lost an input to a missing producer now has too few)."""
     broken = set(re.findall(r"^node '([^']*)'", "\n".join(build_problems), re.M))
@@ -276,7 +277,7 @@ def _infer(graph: Graph) -> tuple[ShapeResult, str | None]:
 
 def _shape_summary(graph: Graph, shapes: ShapeResult) -> dict:
     """How many output tensors have a fully known, partly known (rank only) or unknown shape."""
-    kinds = Counter()
+    kinds: Counter[str] = Counter()
     for node in graph.nodes:
         for ref in node.outputs:
             shape = shapes.shape(ref)

@@ -16,6 +16,7 @@ expensive (numpy releases the GIL in BLAS and big ufuncs, so independent heavy b
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -39,7 +40,7 @@ class Executor:
     """Runs a Plan once per call to run(); reusable across steps."""
 
     def __init__(self, plan: Plan, threads: int | None = None, check_numerics: bool = False,
-                 targets: list[Item] = ()):
+                 targets: Sequence[Item] = ()):
         self.plan = plan
         self.targets = list(targets)
         self.threads = max(1, threads if threads is not None else usable_cores())
@@ -121,6 +122,7 @@ class Executor:
         key = tuple((item.id, port) for item, port in fetches)
         schedule = self._schedules.get(key)
         if schedule is None:   # concurrent steps may both build it: the same, either is fine
+            assert self._straight_order is not None   # run_step asks only for straight-line plans
             if len(self._schedules) >= _SCHEDULES_KEPT:
                 self._schedules.clear()
             schedule = self._schedules[key] = straight_line.compile_schedule(self.plan, self._straight_order, fetches)

@@ -5,7 +5,9 @@ Everything the executor needs per node is decided here once, so the hot loop onl
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Set
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,6 +16,9 @@ from ..ir import Graph, Node
 from . import kernels, output_bound
 from .dead import DEAD
 from .kernels import KernelContext
+
+if TYPE_CHECKING:   # devices.py asks this module which ops run without a kernel
+    from .devices import Device
 
 # How the executor treats a node (plain ints: compared in the hot loop). The kinds from ENTER up
 # move values between frames or iterations; the others deliver within their own iteration.
@@ -30,6 +35,16 @@ _KIND_OF_OP = {
 
 # Elementwise kernels on inputs at least this big are worth a thread-pool hop (Step._wants_pool in step.py).
 BIG_INPUT = 1 << 16
+
+
+# A bound kernel: called as kernel(ctx, *inputs), it returns one output or a tuple of them.
+Kernel = Callable[..., Any]
+
+
+def _runs_no_kernel(ctx: KernelContext | None, *inputs: object) -> Any:
+    """The kernel of an item the executor runs itself (control flow, transfers, fed values):
+    no path calls it; if one ever does, it says so instead of computing something."""
+    raise RuntimeFailure("this node has no kernel: the executor runs it itself")
 
 
 def call_kernel(item: "Item", inputs) -> tuple:
@@ -63,8 +78,8 @@ class Item:
     num_inputs: int
     num_control_inputs: int
     num_outputs: int
-    kernel: object = None        # bound kernel callable (NORMAL items)
-    ctx: KernelContext | None = None
+    kernel: Kernel = _runs_no_kernel   # bound kernel callable (NORMAL items)
+    ctx: KernelContext | None = None   # bound with the kernel (NORMAL items)
     expensive: bool = False
     intra_op: bool = False       # splits its own work over the threads it is granted
     # Nodes whose result needs no kernel call (CPU only): FORWARDS passes its input on (Identity),
@@ -119,7 +134,7 @@ class Plan:
     root: FrameTemplate
     frames: dict[str, FrameTemplate]
     item_of: dict[str, Item]
-    device: object
+    device: Device
 
     @property
     def sources(self) -> list[Item]:
@@ -127,7 +142,7 @@ class Plan:
         return [it for it in self.root.items if self.root.initial_pending[it.local] == 0]
 
 
-def compile_plan(graph: Graph, device, fed_nodes: set[str] = frozenset()) -> Plan:
+def compile_plan(graph: Graph, device: Device, fed_nodes: Set[str] = frozenset()) -> Plan:
     """Build the plan for running `graph` on `device`. `fed_nodes` are nodes whose outputs are
     supplied by the caller (they run no kernel). Raises UsageError for an op without a kernel on
     the device."""

@@ -7,7 +7,9 @@ signature and executes it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,11 +33,13 @@ from .plan import compile_plan
 from .resources import SessionResources, StepResources
 from .step_stats import StepStats
 
+if TYPE_CHECKING:   # the JIT sits above the executor: it is imported when a session compiles with it
+    from ..jit.engine import JitReport
 
 
 @dataclass
 class RunResult:
-    values: list[np.ndarray]
+    values: list[np.ndarray | None]   # None: a dead fetch, with run(allow_dead=True)
     nodes_executed: int
     iterations: dict[str, int]
     devices: list[str] = field(default_factory=list)   # the devices whose executors ran
@@ -50,7 +54,7 @@ class Session:
         # With jit (None: $DFTOOL_JIT), clusters of supported ops run as XLA programs through JAX
         # (graphtool/jit); UsageError naming the `jit` extra when JAX is missing.
         self.jit = _jit_enabled(jit)
-        self.jit_report = None   # what the JIT did, all compiled signatures (graphtool.jit.engine.JitReport)
+        self.jit_report: JitReport | None = None   # what the JIT did, all compiled signatures
         # TF2 function graphs run as v1 control flow: lower a copy (the caller's graph stays as it was).
         # With jit, functional ops stay functional so that clusters can compile them whole; what
         # stays in the interpreter is lowered in each signature's pruned copy.
@@ -121,7 +125,7 @@ class Session:
 
     # --- running ----------------------------------------------------------------------------------
     def run(self, fetches: list[str], feeds: dict[str, np.ndarray] | None = None,
-            timeout: float | None = None, targets: list[str] = (), allow_dead: bool = False,
+            timeout: float | None = None, targets: Sequence[str] = (), allow_dead: bool = False,
             trace: bool = False) -> RunResult:
         """Compute `fetches` (tensor names) after running `targets` (node names, e.g. an init op
         without outputs), given `feeds`. Feeds the fetches do not need are accepted and unused.
@@ -129,11 +133,13 @@ class Session:
         the result's `step_stats` has every node execution and the memory in use per device."""
         feeds = feeds or {}
         fetch_refs = [self.resolve(name, "fetch") for name in fetches]
-        target_nodes = [self.graph.get(t.lstrip("^")) for t in targets]
-        for name, node in zip(targets, target_nodes):
+        target_nodes = []
+        for name in targets:
+            node = self.graph.get(name.lstrip("^"))
             if node is None:
                 raise UsageError(f"target '{name}': no node named '{name.lstrip('^')}' in the graph",
                                  hint=did_you_mean(name.lstrip("^"), (n.name for n in self.graph.nodes)))
+            target_nodes.append(node)
         feed_values = {self.resolve(name, "feed"): value for name, value in feeds.items()}
         checked = {ref: self._check_feed(ref, name, value)
                    for (name, value), ref in zip(feeds.items(), feed_values)}
@@ -160,7 +166,7 @@ class Session:
                                      hint="run the variable's initializer first (dftool run --init OP)")
         host_values = [None if v is None else device.to_host(v) for v in values]
         return RunResult(host_values, step.nodes_executed, dict(step.iterations),
-                         executor.device_names, stats.stop() if trace else None,
+                         executor.device_names, stats.stop() if stats is not None else None,
                          notes=list(getattr(executor, "notes", ())), moves=list(getattr(executor, "moves", ())))
 
     def _compile(self, fetch_refs, target_nodes, checked):

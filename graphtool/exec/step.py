@@ -91,7 +91,7 @@ class Step(FrameDelivery):
 
     # --- the scheduling loop --------------------------------------------------------------------
     def run(self) -> list:
-        results = None
+        results: list | None = None
         try:
             # TensorFlow produces inf/NaN and wraps integers silently; so do the kernels.
             with np.errstate(all="ignore"), step_scope(self.resources):
@@ -106,7 +106,10 @@ class Step(FrameDelivery):
         if self.error is not None:
             self._drain(self.error)
             raise self.error
-        return results if self.schedule is not None else self._collect()
+        if self.schedule is None:
+            return self._collect()
+        assert results is not None   # straight_line.run gives None only with self.error set
+        return results
 
     def _start(self) -> None:
         root = self.root_frame()
@@ -173,7 +176,7 @@ class Step(FrameDelivery):
             count = item.num_inputs
             if count == 1:
                 slots, base = state.inputs, item.input_base
-                inputs = (slots[base],)
+                inputs: tuple | list = (slots[base],)
                 slots[base] = None
             elif count:
                 slots, base = state.inputs, item.input_base
@@ -349,7 +352,7 @@ class Step(FrameDelivery):
             is_dead = state.dead[item.local] > 0
         if kind == MERGE:
             if is_dead:
-                outputs = (DEAD, DEAD)
+                outputs: tuple = (DEAD, DEAD)
             else:
                 # Only its first live input was written to its slots (frames.py): the one not None.
                 index = 0
@@ -413,6 +416,7 @@ class NumericsError(RuntimeFailure):
 
 
 def _check_finite(item: Item, outputs) -> None:
+    assert item.ctx is not None   # only kernels' outputs are checked, and every kernel has its context
     for port, value in enumerate(outputs):
         kind = getattr(getattr(value, "dtype", None), "kind", "")
         if kind in "fc" and kind and not bool(item.ctx.xp.isfinite(value).all()):

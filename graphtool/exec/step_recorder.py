@@ -68,6 +68,7 @@ class _BufferRef(weakref.ref):
     buffer is freed; it carries the size to release."""
 
     __slots__ = ("nbytes",)
+    nbytes: int
 
 
 def memory_timeline(deltas: list[tuple[int, int]], origin_ns: int) -> list[tuple[int, int]]:
@@ -149,6 +150,7 @@ class TracedStep(Step):
             return
         # The outputs' dtypes and shapes, and the buffers not counted yet: inline, in one pass,
         # because this runs for every execution.
+        infos: list[object]   # dtype, shape, dtype, shape, ... of the outputs
         infos, allocated, buffers = [], 0, self._buffers
         for value in outputs:
             try:
@@ -206,6 +208,8 @@ def _memory_deltas(raw: list, closed: int) -> list[tuple[int, int]]:
     ended; each release at the `_finish` clock of the first record after it (or when the step
     was closed). The executor drops a node's inputs when it picks up the next node, so that
     clock follows the release within microseconds."""
+    deltas: list[tuple[int, int]]
+    released: list[int]
     deltas, released = [], []
     for entry in raw:
         if type(entry) is not tuple:
@@ -268,7 +272,7 @@ def _input_names(node) -> tuple[str, ...]:
 def _tensor_infos(infos: tuple) -> tuple:
     """Raw dtype, shape, dtype, shape, ... -> TensorInfos (bytes = elements x item size, as numpy
     counts); None for an output that is not an array."""
-    result = []
+    result: list[TensorInfo | None] = []
     for dtype, shape in zip(infos[::2], infos[1::2]):
         if shape is None:
             result.append(None)

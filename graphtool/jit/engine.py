@@ -23,6 +23,7 @@ from .clustering import find_clusters
 from .rewrite import RewrittenCluster, rewrite_clusters
 
 if TYPE_CHECKING:
+    from ..functions.lowering import LoweringReport
     from .functionalize import FunctionalizeReport
 
 ENV_VAR = "DFTOOL_JIT"
@@ -39,7 +40,7 @@ class JitReport:
     clusters: list[RewrittenCluster] = field(default_factory=list)
     left_out: dict[str, str] = field(default_factory=dict)     # node name -> reason
     functionalized: FunctionalizeReport | None = None          # functionalize's report, if it ran
-    lowered: object = None                                     # LoweringReport of what stayed out
+    lowered: LoweringReport | None = None                      # the lowering of what stayed out
 
     @property
     def compiled_nodes(self) -> int:

@@ -79,7 +79,7 @@ class _UnionFind:
 
 def colocation_links(graph: Graph) -> list[tuple[Node, Node, str]]:
     """Every (node, other, reason) pair that must share a device (see the module docstring)."""
-    links = []
+    links: list[tuple[Node, Node, str]] = []
     for node in graph.nodes:
         links.extend((node, other, "_class loc:@") for other in _class_targets(graph, node))
         declared = _input_dtypes(node)  # once per node: per slot it would be quadratic in the inputs

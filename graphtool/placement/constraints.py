@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any
 
 from ..errors import InvalidGraphError, UsageError
 from ..ir import Graph, Node
@@ -89,7 +90,10 @@ def _device_order(full_name: str):
 
 
 def device_type(full_name: str) -> str:
-    return parse_device_name(full_name).type
+    """The type of a full device name (the devices placement chooses among, and puts nodes on)."""
+    type_ = parse_device_name(full_name).type
+    assert type_ is not None, f"not a full device name: '{full_name}'"
+    return type_
 
 
 @dataclass
@@ -129,7 +133,7 @@ def resolve_group(group: ColocationGroup, devices: list[str], soft: bool) -> Gro
 def _merge(requests: dict[Node, DeviceName]):
     """One spec every request agrees with; a disagreeing field is dropped (soft placement) and the
     first disagreement is returned as (node, other node)."""
-    merged: dict[str, object] = {}
+    merged: dict[str, Any] = {}   # DeviceName field -> its value (a str or an int, per field)
     setter: dict[str, Node] = {}
     dropped: set[str] = set()
     conflict = None

@@ -188,6 +188,7 @@ def short_device_name(full: str | DeviceName) -> str:
 
     A name without a type or index fills them like canonical_device_name does."""
     name = _as_parsed(full).completed()
+    assert name.type is not None   # completed() fills every field
     return f"{name.type.lower()}:{name.index}"
 
 

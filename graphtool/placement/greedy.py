@@ -27,6 +27,7 @@ tensor and destination device; a control edge counts one latency).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..ir import Graph, Node, TensorRef
@@ -260,7 +261,7 @@ def _softened(node: Node, requested: str, chosen: str, constraint: GroupConstrai
 
 
 def estimated_cost(graph: Graph, estimator: CostEstimator,
-                   devices: list[str] = ()) -> tuple[dict[str, float], float]:
+                   devices: Sequence[str] = ()) -> tuple[dict[str, float], float]:
     """(seconds of compute per device, seconds of transfers) of the graph as it is placed."""
     load: dict[str, float] = {device: 0.0 for device in devices}
     moves: dict[tuple, float] = {}

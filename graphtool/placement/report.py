@@ -52,8 +52,8 @@ class NodePlacement:
     candidates: list[Candidate] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        entry = {"name": self.name, "op": self.op, "device": self.device, "reason": self.reason,
-                 "detail": self.detail}
+        entry: dict[str, object] = {"name": self.name, "op": self.op, "device": self.device,
+                                    "reason": self.reason, "detail": self.detail}
         if self.candidates:
             entry["candidates"] = [c.to_json() for c in self.candidates]
         return entry
