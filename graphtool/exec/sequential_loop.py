@@ -349,7 +349,7 @@ def _run_part(step, entries: list, values: list, compute) -> Item | None:
         else:
             inputs = ()
         try:
-            if heavy:   # it may use every thread: nothing else runs meanwhile: nothing else runs meanwhile
+            if heavy:   # it may use every thread: nothing else runs meanwhile
                 outputs = step._compute_alone(item, inputs)
             elif compute is None:
                 outputs = call_kernel(item, inputs)

@@ -87,33 +87,26 @@ class _OutputFacts:
         self._dtypes: dict = {}
 
     def count(self, node) -> int | None:
-        try:
-            return self._counts[node]
-        except KeyError:
-            pass
-        spec = self._lookup(node.op)
-        found = None
-        if spec is not None:
-            try:
-                found = spec.num_outputs(node)
-            except Exception:
-                pass
-        self._counts[node] = found
-        return found
+        return self._cached(self._counts, node, "num_outputs")
 
     def dtypes(self, node) -> list | None:
+        return self._cached(self._dtypes, node, "output_dtypes")
+
+    def _cached(self, cache: dict, node, question: str):
+        """What the op's spec answers to `question` about `node` (None without a spec, or when the
+        spec cannot tell: a missing attr), asked once per node."""
         try:
-            return self._dtypes[node]
+            return cache[node]
         except KeyError:
             pass
         spec = self._lookup(node.op)
         found = None
         if spec is not None:
             try:
-                found = spec.output_dtypes(node)
+                found = getattr(spec, question)(node)
             except Exception:
                 pass
-        self._dtypes[node] = found
+        cache[node] = found
         return found
 
 

@@ -66,19 +66,23 @@ class TensorFlowReference:
     def available(self) -> bool:
         return self.python is not None
 
+    def _command(self, scratch: str, graph, fetches: list[str], feeds: dict[str, np.ndarray], mode: str) -> list[str]:
+        """tf_reference.py's command line, with the graph and feeds written into `scratch`."""
+        from graphtool.ir.export import to_graphdef
+
+        graph_path, feeds_path = os.path.join(scratch, "g.pb"), os.path.join(scratch, "f.npz")
+        with open(graph_path, "wb") as handle:
+            handle.write(to_graphdef(graph).SerializeToString())
+        np.savez(feeds_path, **feeds)
+        return [self.python, str(HERE / "tf_reference.py"), graph_path, feeds_path if feeds else "-",
+                ",".join(fetches), mode]
+
     def median(self, graph, fetches: list[str], feeds: dict[str, np.ndarray], repeat: int) -> float | None:
         """TensorFlow's median step time for `graph` (an IR Graph), or None without TensorFlow."""
         if self.python is None:
             return None
-        from graphtool.ir.export import to_graphdef
-
         with tempfile.TemporaryDirectory() as scratch:
-            graph_path, feeds_path = os.path.join(scratch, "g.pb"), os.path.join(scratch, "f.npz")
-            with open(graph_path, "wb") as handle:
-                handle.write(to_graphdef(graph).SerializeToString())
-            np.savez(feeds_path, **feeds)
-            done = subprocess.run([self.python, str(HERE / "tf_reference.py"), graph_path,
-                                   feeds_path if feeds else "-", ",".join(fetches), str(repeat)],
+            done = subprocess.run(self._command(scratch, graph, fetches, feeds, str(repeat)),
                                   capture_output=True, text=True, timeout=1800)
         if done.returncode != 0:
             raise RuntimeError(f"TensorFlow failed: {done.stderr.strip().splitlines()[-1:]}")
@@ -94,15 +98,8 @@ class TensorFlowReference:
         if self.python is None:
             yield None
             return
-        from graphtool.ir.export import to_graphdef
-
         with tempfile.TemporaryDirectory() as scratch:
-            graph_path, feeds_path = os.path.join(scratch, "g.pb"), os.path.join(scratch, "f.npz")
-            with open(graph_path, "wb") as handle:
-                handle.write(to_graphdef(graph).SerializeToString())
-            np.savez(feeds_path, **feeds)
-            process = subprocess.Popen([self.python, str(HERE / "tf_reference.py"), graph_path,
-                                        feeds_path if feeds else "-", ",".join(fetches), "serve"],
+            process = subprocess.Popen(self._command(scratch, graph, fetches, feeds, "serve"),
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                        text=True)
             try:
