@@ -5,6 +5,7 @@ shows on a terminal only."""
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -202,8 +203,9 @@ def test_a_quick_stage_shows_no_spinner(monkeypatch):
 
 @pytest.mark.slow
 def test_a_large_graph_shows_a_spinner_on_a_terminal_and_none_on_the_pipe(tmp_path):
-    """End to end: stderr on a pseudo-terminal gets rich's spinner while a 20,000-node graph
-    loads (well past the spinner's delay), cleared afterwards; stdout, a pipe, gets plain text."""
+    """End to end: stderr on a pseudo-terminal gets rich's spinner while a 20,000-node graph is
+    loaded and inspected (together well past the spinner's delay; which stage outlasts it alone
+    depends on the machine), cleared afterwards; stdout, a pipe, gets plain text."""
     b = GraphBuilder()
     tensor = b.placeholder(dtypes.float32, [2], name="x")
     for index in range(20000):
@@ -212,5 +214,5 @@ def test_a_large_graph_shows_a_spinner_on_a_terminal_and_none_on_the_pipe(tmp_pa
     graph.write_bytes(b.to_graphdef().SerializeToString())
     code, terminal, stdout = run_dftool_on_terminal("inspect", graph.name, stream="stderr", cwd=tmp_path)
     assert code == 0
-    assert b"loading chain.pb ..." in terminal and b"\x1b[2K" in terminal
+    assert re.search(rb"(loading|inspecting) chain\.pb \.\.\.", terminal) and b"\x1b[2K" in terminal
     assert b"\x1b[" not in stdout and b"20001 nodes" in stdout
