@@ -97,14 +97,14 @@ def with_peer_sends(graph: Graph, needed: set[Node], fed: set[Node]) -> set[Node
 
 # --- devices --------------------------------------------------------------------------------------
 
-def local_device(name: str, gpu_double: bool) -> Device:
-    """The Device for a canonical device name on this machine; DeviceUnavailable (exit 4) for a
-    remote job or a device type/GPU that is not here."""
+def local_device(name: str, gpu_double: bool, task: tuple = (DEFAULT_JOB, 0, 0)) -> Device:
+    """The Device for a canonical device name of `task` (job, replica, task index: this process's
+    own); DeviceUnavailable (exit 4) for another task's device or a device type/GPU not here."""
     parsed = parse_device_name(name).completed()
     assert parsed.index is not None   # completed() fills every field
-    if (parsed.job, parsed.replica, parsed.task) != (DEFAULT_JOB, 0, 0):
+    if (parsed.job, parsed.replica, parsed.task) != task:
         raise DeviceUnavailable(f"device '{name}' is not on this machine",
-                                hint="only /job:localhost/replica:0/task:0 devices run locally")
+                                hint="devices of other jobs and tasks run with --cluster (e.g. --cluster local:3)")
     if parsed.type == "CPU":
         return CPUDevice(parsed.index)
     if parsed.type == "GPU":
@@ -238,14 +238,16 @@ class MultiDeviceExecutor:
         return self.run_step(feeds, fetches, **options)[0]
 
     def run_step(self, feeds: dict, fetches: list, *, timeout: float | None = None, resources=None,
-                 allow_dead: bool = False, stats=None) -> tuple[list, StepStats]:
+                 allow_dead: bool = False, stats=None, rendezvous: Rendezvous | None = None) -> tuple[list, StepStats]:
         """Run every device's executor once; returns the fetched values (host arrays) in order,
         and the step's counts. `stats` (a StepStats) gets one DeviceStats per device: each
         executor records its own. Each step starts its own thread per device (but the first, which
         runs on the caller's): a step never waits for a thread another step holds, so concurrent
         steps cannot starve each other (a shared pool of one thread per device could run device 0
-        of two steps, each waiting for its device 1 queued behind)."""
-        rendezvous = Rendezvous(participants=[part.name for part in self.parts])
+        of two steps, each waiting for its device 1 queued behind). A cluster worker passes the
+        `rendezvous` that also reaches the other tasks."""
+        if rendezvous is None:
+            rendezvous = Rendezvous(participants=[part.name for part in self.parts])
         jobs = []
         for part in self.parts:
             part_feeds = {item: self._to_part(part, values) for item, values in feeds.items()

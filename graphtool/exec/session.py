@@ -50,7 +50,8 @@ class RunResult:
 
 class Session:
     def __init__(self, graph: Graph, device: Device | str = "cpu", threads: int | None = None,
-                 check_numerics: bool = False, source: str | None = None, jit: bool | None = None):
+                 check_numerics: bool = False, source: str | None = None, jit: bool | None = None,
+                 cluster=None):
         # With jit (None: $DFTOOL_JIT), clusters of supported ops run as XLA programs through JAX
         # (graphtool/jit); UsageError naming the `jit` extra when JAX is missing.
         self.jit = _jit_enabled(jit)
@@ -78,6 +79,14 @@ class Session:
         self._compile_lock = threading.Lock()
         # Several devices named, or a partitioned graph: one executor per device (multi_device.py).
         self.multi_device = needs_multi_device(graph, self.device)
+        # On a cluster (graphtool.cluster.Cluster) each signature is placed over its tasks and
+        # registered on their workers; steps run there.
+        self.cluster = cluster
+        if cluster is not None:
+            if self.jit:
+                raise UsageError("--jit and --cluster cannot be combined yet",
+                                 hint="run on the cluster without --jit, or with --jit in one process")
+            self.multi_device = True
 
     # --- names ----------------------------------------------------------------------------------
     def resolve(self, name: str, what: str) -> TensorRef:
@@ -196,6 +205,8 @@ class Session:
         from ..prune import pruned_copy
 
         pruned = pruned_copy(self.graph, needed, fed_nodes)
+        if self.cluster is not None:
+            return self.cluster.compile(self, pruned, fed_nodes, fetch_refs, target_nodes)
         if self.multi_device:
             if self.jit and needs_lowering(pruned):   # placement and partitioning see v1 control flow
                 lower_functional_ops(pruned)

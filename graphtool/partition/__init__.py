@@ -88,12 +88,13 @@ class PartitionReport:
         }
 
 
-def partition(graph: Graph, *, compress: str = "none") -> PartitionReport:
+def partition(graph: Graph, *, compress: str = "none", compress_across_tasks_only: bool = False) -> PartitionReport:
     """Cut `graph` (modified in place) into per-device parts joined by `_Send`/`_Recv` pairs.
 
     Every node must carry a device (InvalidGraphError naming the first that does not: run
     `dftool place` first); short or partial names (`cpu:1`, `/device:CPU:1`) are made canonical.
-    `compress` is 'none', 'bf16' or 'fp16' (float32 transfers travel as that type). A graph
+    `compress` is 'none', 'bf16' or 'fp16' (float32 transfers travel as that type; with
+    `compress_across_tasks_only`, only those between two tasks of a cluster). A graph
     without cross-device edges (one device, or partitioned already) is left as it is."""
     compressed_dtype(compress)  # a bad mode fails before anything changes
     graph.verify()
@@ -105,7 +106,7 @@ def partition(graph: Graph, *, compress: str = "none") -> PartitionReport:
     relocation = relocate_loop_plumbing(graph, labels)
     skeletons = LoopSkeletons(graph, labels)
     skeletons.build()
-    cutter = EdgeCutter(graph, labels, skeletons, Compressor(graph, compress), _shapes(graph))
+    cutter = EdgeCutter(graph, labels, skeletons, Compressor(graph, compress, compress_across_tasks_only), _shapes(graph))
     cutter.cut_all()
     graph.verify()
     return _report(graph, labels, cutter.transfers, cutter.control_edges, skeletons, relocation, compress)

@@ -32,15 +32,19 @@ def compressed_dtype(mode: str) -> DType | None:
 class Compressor:
     """Adds the narrowing and widening Casts around transfers of float32 tensors."""
 
-    def __init__(self, graph: Graph, mode: str = "none"):
+    def __init__(self, graph: Graph, mode: str = "none", across_tasks_only: bool = False):
         self.graph = graph
         self.mode = mode
         self.narrow_dtype = compressed_dtype(mode)
+        # On a cluster only the network is worth narrowing for, not a CPU-GPU copy within a task.
+        self.across_tasks_only = across_tasks_only
         self._narrowed: dict[TensorRef, TensorRef] = {}
 
-    def applies(self, dtype: DType) -> bool:
-        """Whether a value of `dtype` travels compressed."""
-        return self.narrow_dtype is not None and dtype.base is dtypes.float32
+    def applies(self, dtype: DType, send_device: str = "", recv_device: str = "") -> bool:
+        """Whether a value of `dtype` travels compressed between these (canonical) devices."""
+        if self.narrow_dtype is None or dtype.base is not dtypes.float32:
+            return False
+        return not self.across_tasks_only or _task(send_device) != _task(recv_device)
 
     def narrow(self, ref: TensorRef) -> TensorRef:
         """`ref` cast to the 16-bit dtype on its own device (one Cast per tensor)."""
@@ -63,3 +67,8 @@ class Compressor:
         graph = self.graph
         return graph.add_node("Cast", graph.unique_name(name), inputs=[ref], device=device,
                               attrs={"SrcT": source, "DstT": target, "Truncate": False})
+
+
+def _task(device: str) -> str:
+    """'/job:worker/replica:0/task:1' of a canonical device name."""
+    return device.rsplit("/device:", 1)[0]

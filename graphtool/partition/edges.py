@@ -114,7 +114,7 @@ class EdgeCutter:
                     f"{ref.node.device} to {device}, but nothing in the graph tells its dtype",
                     hint="place it on its consumers' device (dftool place puts unknown ops "
                          "with their neighbours)")
-            compressed = self.compressor.applies(dtype)
+            compressed = self.compressor.applies(dtype, ref.node.device, device)
             sent = self.compressor.narrow(ref) if compressed else ref
             sent_dtype = dtype
             if compressed:

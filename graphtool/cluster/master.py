@@ -1,0 +1,444 @@
+"""The master: places and partitions a signature once, registers the parts, then only issues steps.
+
+For each (fetches, feeds, targets) signature a Session compiles, the master
+1. places the pruned graph over every task's devices (soft placement; the cost model knows that a
+   cross-task edge costs the network latency plus bytes over bandwidth measured at start-up) and
+   partitions it (`--compress` narrows only cross-task transfers);
+2. serializes each device's partition and registers each task's share on its worker once, under a
+   fingerprint of the whole signature (the workers compile and cache them);
+3. runs a step as one concurrent `run_graph` call per task, carrying only that task's feeds,
+   fetches and the step id. Workers exchange tensors among themselves; the master never relays a
+   tensor and never schedules a node.
+
+While a step runs the master checks every task's health once a second (a ping each; Ray also
+reports a dead process or node at once). A task that dies, or does not answer within
+PING_TIMEOUT_S, aborts the step on every other task, and the error names the task, its Ray node
+and what the others were waiting for from it. So does a kernel error on one task (reported as
+locally, with the task added), a `timeout`, and a deadlock across tasks (every task idle on
+Recvs, no value in flight, twice in a row).
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import statistics
+import time
+import uuid
+
+import numpy as np
+
+from ..errors import DftoolError, InvalidGraphError, RuntimeFailure, UsageError
+from ..exec.executor import StepStats
+from ..exec.multi_device import Moved, has_transfers, split_per_device
+from ..exec.step_errors import StepTimeout
+from ..ir import Graph, Node, TensorRef
+from ..placement.cost_model import CostModel, Link
+from ..placement.device_names import DEFAULT_JOB, parse_device_name
+from .ray_engine import RayCluster, TaskInfo, WorkerLost
+from .spec import ClusterSpec, parse_cluster
+from .worker import error_from_result, task_of
+
+HEALTH_INTERVAL_S = 1.0     # how often the master pings each task during a step
+PING_TIMEOUT_S = 3.0        # a task that has not answered a ping for this long is lost
+ABORT_GRACE_S = 3.0         # how long the other tasks get to stop after an abort
+TIMEOUT_GRACE_S = 2.0       # a worker's own timeout fires first and says what was running
+
+
+class Cluster:
+    """A running cluster as the Session sees it: its tasks, their devices, the measured network,
+    and `compile` (what Session._compile calls for each signature)."""
+
+    def __init__(self, engine: RayCluster, compress: str = "none", cost_model: CostModel | None = None):
+        self.engine = engine
+        self.compress = compress
+        self.network = measure_network(engine)
+        self.cost_model = cost_model
+        self._ids = itertools.count()
+        self.session_id = uuid.uuid4().hex[:12]
+
+    @property
+    def spec(self) -> ClusterSpec:
+        return self.engine.spec
+
+    @property
+    def tasks(self) -> list[TaskInfo]:
+        return [self.engine.infos[task.name] for task in self.engine.tasks]
+
+    @property
+    def device_names(self) -> list[str]:
+        return [device for task in self.engine.tasks for device in task.devices]
+
+    def placement_cost_model(self) -> CostModel:
+        """The cost model placement uses: the given one (or the built-in) with the measured network."""
+        model = self.cost_model or CostModel()
+        with_network = getattr(model, "with_network", None)
+        return with_network(self.network) if with_network is not None else model
+
+    def describe(self) -> list[dict]:
+        """One row per task: its name, Ray node, process and devices."""
+        return [{"task": info.task.name, "job": info.task.job, "index": info.task.index,
+                 "node_id": info.node_id, "node_ip": info.node_ip, "host": info.host, "pid": info.pid,
+                 "cpus": info.task.cpus, "gpus": info.task.gpus, "devices": list(info.task.devices)}
+                for info in self.tasks]
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- compiling a signature -------------------------------------------------------------------
+    def compile(self, session, pruned: Graph, fed_nodes: set[Node], fetch_refs: list[TensorRef],
+                target_nodes: list[Node]):
+        """Session._compile's cluster form: (executor, fetch pairs, fed items), items being node
+        names (the master has no plans; the workers do)."""
+        moves = self._place_and_partition(pruned)
+        default = self.device_names[0]
+        fed_names = sorted(node.name for node in fed_nodes)
+        target_names = sorted(node.name for node in target_nodes)
+        by_task: dict[str, dict[str, bytes]] = {}
+        node_task: dict[str, str] = {}
+        from ..ir.export import to_graphdef
+
+        for device, graph in split_per_device(pruned, default):
+            task = task_of(device)
+            if task not in self.engine.infos:
+                raise InvalidGraphError(f"node '{graph.nodes[0].name}' is placed on {device}, "
+                                        f"which is not a device of the cluster",
+                                        hint=f"the cluster's devices: {', '.join(self.device_names)}")
+            by_task.setdefault(task, {})[device] = to_graphdef(graph).SerializeToString()
+            for node in graph.nodes:
+                node_task[node.name] = task
+        digest = hashlib.sha256()
+        for task in sorted(by_task):
+            for device in sorted(by_task[task]):
+                digest.update(f"{task}|{device}|".encode())
+                digest.update(by_task[task][device])
+        digest.update(repr((fed_names, target_names, session.check_numerics)).encode())
+        fingerprint = digest.hexdigest()
+        calls = {task: self.engine.submit(task, "register", fingerprint, parts, fed_names, target_names,
+                                          check_numerics=session.check_numerics)
+                 for task, parts in by_task.items()}
+        for task, call in calls.items():
+            try:
+                self.engine.result(task, call)
+            except WorkerLost as exc:
+                raise RuntimeFailure(f"task {self._short(task)} ({self._where(task)}) was lost while "
+                                     f"compiling its partitions: {exc.why}") from None
+            except Exception as exc:   # the worker raised while compiling (a RayTaskError)
+                cause = getattr(exc, "cause", None)
+                if isinstance(cause, DftoolError):
+                    raise type(cause)(f"{cause} (on {self._short(task)})", hint=cause.hint) from None
+                raise RuntimeFailure(f"task {self._short(task)} could not compile its partitions: "
+                                     f"{_first_line(exc)}") from None
+        executor = ClusterExecutor(self, fingerprint, sorted(by_task), node_task)
+        executor.moves = moves
+        executor.notes = [move.note() for move in moves]
+        fetch_pairs = [(ref.node.name, ref.index) for ref in fetch_refs]
+        fed_items = {node.name: [TensorRef(node, i) for i in range(node.num_outputs)] for node in fed_nodes}
+        return executor, fetch_pairs, fed_items
+
+    def _place_and_partition(self, graph: Graph) -> list[Moved]:
+        """Place `graph` over the cluster (a graph whose nodes all name cluster devices keeps its
+        placement) and partition it; returns the requests soft placement could not honour."""
+        from ..partition import partition
+        from ..placement import place
+        from ..placement.device_names import short_device_name
+
+        if has_transfers(graph):
+            foreign = sorted({n.device for n in graph.nodes if n.device and task_of(n.device) not in self.engine.infos})
+            if foreign:
+                raise UsageError(f"the graph is partitioned already, for {foreign[0]}, which is not a "
+                                 "device of the cluster",
+                                 hint="run it without --cluster, or partition the unpartitioned graph "
+                                      "with --cluster")
+            return []
+        for node in graph.nodes:   # this machine's devices mean "that kind of device, anywhere"
+            if node.device and parse_device_name(node.device).job in (DEFAULT_JOB, None):
+                parsed = parse_device_name(node.device)
+                node.device = "" if parsed.type is None else f"/device:{parsed.type}:{'*' if parsed.index is None else parsed.index}"
+        report = place(graph, self.device_names, soft_placement=True, cost_model=self.placement_cost_model())
+        partition(graph, compress=self.compress, compress_across_tasks_only=True)
+        return [Moved(s.node, s.requested, short_device_name(s.chosen), s.why) for s in report.softened
+                if s.requested and not s.requested.startswith("/device:")]
+
+    # --- names for messages ------------------------------------------------------------------------
+    def _short(self, task: str) -> str:
+        info = self.engine.infos.get(task)
+        return info.task.short_name if info else task
+
+    def _where(self, task: str) -> str:
+        info = self.engine.infos.get(task)
+        return f"Ray node {info.short_node}, pid {info.pid}" if info else "unknown node"
+
+    def next_step_id(self) -> str:
+        return f"{self.session_id}-{next(self._ids)}"
+
+
+class ClusterExecutor:
+    """Runs one registered signature as cluster steps; shaped like Executor for the Session."""
+
+    def __init__(self, cluster: Cluster, fingerprint: str, tasks: list[str], node_task: dict[str, str]):
+        self.cluster, self.fingerprint, self.tasks, self.node_task = cluster, fingerprint, tasks, node_task
+        self.last_stats = StepStats()
+        self.notes: list[str] = []
+        self.moves: list[Moved] = []
+        self.last_transfer_bytes = 0
+
+    @property
+    def device_names(self) -> list[str]:
+        return [d for t in self.tasks for d in self.cluster.engine.infos[t].task.devices]
+
+    def close(self) -> None:
+        pass   # the workers keep their compiled partitions until the cluster closes
+
+    def run(self, feeds: dict, fetches: list, **options) -> list:
+        return self.run_step(feeds, fetches, **options)[0]
+
+    def run_step(self, feeds: dict, fetches: list, *, timeout: float | None = None, resources=None,
+                 allow_dead: bool = False, stats=None) -> tuple[list, StepStats]:
+        """One step on every task holding part of the signature; fetched values in order."""
+        step_id = self.cluster.next_step_id()
+        engine = self.cluster.engine
+        per_task: dict[str, tuple[dict, list, list]] = {task: ({}, [], []) for task in self.tasks}
+        for name, values in feeds.items():
+            per_task[self.node_task[name]][0][name] = tuple(None if v is None else np.asarray(v) for v in values)
+        for position, (name, port) in enumerate(fetches):
+            task_feeds, task_fetches, positions = per_task[self.node_task[name]]
+            task_fetches.append((name, port))
+            positions.append(position)
+        calls = {task: engine.submit(task, "run_graph", self.fingerprint, step_id, task_feeds, task_fetches,
+                                     timeout=timeout, allow_dead=allow_dead, trace=stats is not None)
+                 for task, (task_feeds, task_fetches, _) in per_task.items()}
+        results = _StepWatch(self.cluster, step_id, calls, timeout).wait()
+        values: list = [None] * len(fetches)
+        step_stats = StepStats()
+        self.last_transfer_bytes = 0
+        for task, result in results.items():
+            for position, value in zip(per_task[task][2], result["values"]):
+                values[position] = value
+            step_stats.nodes_executed += result["nodes"]
+            for frame, count in result["iterations"].items():
+                step_stats.iterations[frame] = max(step_stats.iterations.get(frame, 0), count)
+            self.last_transfer_bytes += result.get("bytes_sent", 0)
+            if stats is not None and "stats" in result:
+                _merge_remote_stats(stats, result["stats"])
+        self.last_stats = step_stats
+        return values, step_stats
+
+
+class _StepWatch:
+    """Waits for one step's run_graph calls while checking health, deadlock and the timeout."""
+
+    def __init__(self, cluster: Cluster, step_id: str, calls: dict, timeout: float | None):
+        self.cluster, self.engine, self.step_id = cluster, cluster.engine, step_id
+        self.calls = dict(calls)
+        self.task_of_call = {call: task for task, call in calls.items()}
+        self.deadline = None if timeout is None else time.monotonic() + timeout + TIMEOUT_GRACE_S
+        self.timeout = timeout
+        self.results: dict[str, dict] = {}
+        self.pings: dict[str, tuple[object, float]] = {}       # task -> (ping call, sent at)
+        self.progress: dict[str, tuple[object, float]] = {}    # task -> (progress call, sent at)
+        self.snapshots: list = []
+
+    def wait(self) -> dict[str, dict]:
+        try:
+            return self._wait()
+        except BaseException as exc:   # KeyboardInterrupt included: stop the step everywhere
+            self._abort_all(exc)
+            raise
+
+    def _wait(self) -> dict[str, dict]:
+        next_check = time.monotonic() + HEALTH_INTERVAL_S
+        while len(self.results) < len(self.calls):
+            pending = [call for task, call in self.calls.items() if task not in self.results]
+            now = time.monotonic()
+            wait_for = max(0.0, min(next_check - now, (self.deadline - now) if self.deadline else next_check - now))
+            for call in self.engine.wait(pending, wait_for):
+                self._collect(self.task_of_call[call], call)
+            now = time.monotonic()
+            if self.deadline is not None and now >= self.deadline and len(self.results) < len(self.calls):
+                raise StepTimeout(f"the step ran past its {self.timeout:g} s timeout on the cluster"
+                                  f"{self._waiting_on(None)}",
+                                  hint="raise --timeout, or profile the run to see what is slow")
+            if now >= next_check and len(self.results) < len(self.calls):
+                self._check_health(now)
+                next_check = now + HEALTH_INTERVAL_S
+        return self.results
+
+    def _collect(self, task: str, call) -> None:
+        try:
+            result = self.engine.result(task, call)
+        except WorkerLost as exc:
+            raise self._lost(task, exc.why) from None
+        except Exception as exc:
+            raise RuntimeFailure(f"task {self.cluster._short(task)} failed: {_first_line(exc)}") from None
+        if "error" in result:
+            error = result["error"]
+            origin = error.get("origin")
+            where = f"on {_short_device(origin)}" if origin else f"on task {self.cluster._short(task)}"
+            raise error_from_result(error, where)
+        self.results[task] = result
+
+    # --- health ------------------------------------------------------------------------------------
+    def _check_health(self, now: float) -> None:
+        running = [task for task in self.calls if task not in self.results]
+        for task in running:
+            sent = self.pings.get(task)
+            if sent is not None:
+                call, at = sent
+                if self.engine.wait([call], 0):
+                    try:
+                        self.engine.result(task, call)
+                    except WorkerLost as exc:
+                        raise self._lost(task, exc.why) from None
+                    self.pings.pop(task)
+                elif now - at > PING_TIMEOUT_S:
+                    info = self.engine.infos[task]
+                    why = "its Ray node is gone" if not self.engine.node_alive(info.node_id) else \
+                        f"it has not answered a health check for {now - at:.0f} s"
+                    raise self._lost(task, why)
+            if task not in self.pings:
+                self.pings[task] = (self.engine.submit(task, "ping"), now)
+        self._check_deadlock(running)
+
+    def _check_deadlock(self, running: list[str]) -> None:
+        calls = {task: self.engine.submit(task, "progress", self.step_id) for task in self.calls}
+        snapshot = {}
+        for task, call in calls.items():
+            if not self.engine.wait([call], 1.0):
+                self.snapshots.clear()
+                return
+            try:
+                snapshot[task] = self.engine.result(task, call)
+            except WorkerLost as exc:
+                raise self._lost(task, exc.why) from None
+        finished_counts = {task: (r.get("sent", 0), 0) for task, r in self.results.items()}
+        sent = sum(p["sent"] for p in snapshot.values() if p) + sum(s for s, _ in finished_counts.values())
+        received = sum(p["received"] for p in snapshot.values() if p)
+        stuck = all(p is None or p["stuck"] for t, p in snapshot.items() if t in running)
+        state = (sent, received, tuple(sorted((t, bool(p and p["stuck"])) for t, p in snapshot.items())))
+        if not stuck:
+            self.snapshots.clear()
+            return
+        self.snapshots.append(state)
+        if len(self.snapshots) >= 2 and self.snapshots[-1] == self.snapshots[-2]:
+            missing = [key for p in snapshot.values() if p for key in p["waiting"]]
+            shown = "; ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+            raise RuntimeFailure(f"the graph cannot finish on the cluster: no task sends {shown or 'what is awaited'}",
+                                 hint="every _Recv needs a _Send with the same tensor_name, send_device "
+                                      "and recv_device that runs in the same step")
+
+    def _lost(self, task: str, why: str) -> RuntimeFailure:
+        info = self.engine.infos[task]
+        waiting = self._waiting_on(task)
+        return RuntimeFailure(f"task {info.task.short_name} (Ray node {info.short_node}, pid {info.pid}) was lost "
+                              f"during the step: {why}{waiting}",
+                              hint="the step was stopped on every task; rerun it (restarting from a "
+                                   "checkpoint is --restore)")
+
+    def _waiting_on(self, task: str | None) -> str:
+        """'; worker:0 was waiting for tensor 'x:0' from worker:1/cpu:0 ...' (at most 3)."""
+        lines = []
+        for other in self.calls:
+            if other == task or other in self.results:
+                continue
+            try:
+                call = self.engine.submit(other, "progress", self.step_id)
+                if not self.engine.wait([call], 1.0):
+                    continue
+                progress = self.engine.result(other, call)
+            except Exception:
+                continue
+            if not progress:
+                continue
+            keys = progress["waiting_keys"]
+            if task is not None:
+                keys = [k for k in keys if task_of(k[0]) == task]
+            for key in keys[:3]:
+                lines.append(f"{self.cluster._short(other)} was waiting for {_describe(key)}")
+        return ("; " + "; ".join(lines[:3])) if lines else ""
+
+    def _abort_all(self, error: BaseException) -> None:
+        message = f"step stopped: {_first_line(error)}"
+        running = [task for task in self.calls if task not in self.results]
+        for task in running:
+            try:
+                self.engine.submit(task, "abort", self.step_id, message)
+            except Exception:
+                continue
+        deadline = time.monotonic() + ABORT_GRACE_S
+        pending = [self.calls[t] for t in running]
+        while pending and time.monotonic() < deadline:
+            done = self.engine.wait(pending, deadline - time.monotonic())
+            if not done:
+                break
+            pending = [c for c in pending if c not in done]
+
+
+def _merge_remote_stats(stats: StepStats, remote: dict) -> None:
+    """Fold a worker's device stats into the master's, on the master's clock. Workers on other
+    machines do not share this process's perf counter: origins are matched by wall clock."""
+    master_origin_wall_ns = time.time_ns() - (time.perf_counter_ns() - stats.origin_ns)
+    offset = remote["origin_wall_ns"] - master_origin_wall_ns
+    for device_stats in remote["devices"]:
+        shifted = device_stats.shifted(offset)
+        if device_stats.device in stats.devices:
+            stats.devices[device_stats.device].absorb(shifted)
+        else:
+            stats.devices[device_stats.device] = shifted
+    stats.wall_ns = max(stats.wall_ns, remote["wall_ns"] + offset)
+
+
+def measure_network(engine: RayCluster, rounds: int = 5) -> Link:
+    """Latency and bandwidth between the master and the first task, measured once at start-up
+    (small echoes for latency, a 4 MiB echo for bandwidth)."""
+    task = engine.tasks[0].name
+    engine.result(task, engine.submit(task, "echo", b""))    # warm the path
+    small = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        engine.result(task, engine.submit(task, "echo", b"x"))
+        small.append(time.perf_counter() - start)
+    latency = statistics.median(small) / 2
+    payload = np.zeros(1 << 20, np.float32)
+    start = time.perf_counter()
+    engine.result(task, engine.submit(task, "echo", payload))
+    elapsed = max(time.perf_counter() - start - 2 * latency, 1e-6)
+    return Link(latency_seconds=latency, bytes_per_second=2 * payload.nbytes / elapsed)
+
+
+def open_cluster(text: str, *, threads: int | None = None, compress: str = "none",
+                 cost_model: CostModel | None = None) -> Cluster:
+    """Start or join the cluster `--cluster TEXT` names (see spec.py); close it when done."""
+    spec = parse_cluster(text)
+    engine = RayCluster(spec, threads)
+    try:
+        return Cluster(engine, compress, cost_model)
+    except BaseException:
+        engine.close()
+        raise
+
+
+def _short_device(name: str) -> str:
+    from ..placement.device_names import short_device_name
+
+    try:
+        parsed = parse_device_name(name).completed()
+    except DftoolError:
+        return name
+    return f"{parsed.job}:{parsed.task}/{short_device_name(parsed)}"
+
+
+def _describe(key: tuple) -> str:
+    send_device, recv_device, tensor_name, frame_iter = key
+    where = "".join(f" in frame '{frame}' iteration {it}" for frame, it in frame_iter)
+    return f"tensor '{tensor_name}' from {_short_device(send_device)} to {_short_device(recv_device)}{where}"
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__

@@ -1,0 +1,334 @@
+"""Ray underneath the cluster: starting or joining Ray, one actor per task, calls and their failures.
+
+Ray does what a distributed runtime needs below the dataflow layer: it starts and supervises the
+worker processes (one actor per task, on the Ray node a task is pinned to), moves numpy arrays
+through its object store (zero-copy between processes of one node), reports an actor's death,
+and schedules GPUs. This is the only module that imports Ray; the master (master.py) sees calls
+(`submit`), their completion (`wait`) and their results (`result`, which raises WorkerLost when
+the task's process or node is gone).
+
+A private instance (`local:N`) is bound to loopback and shut down on every way out: normal return,
+an error, Ctrl-C or SIGTERM (the CLI's signal handler calls `shutdown_all`), a timeout.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import threading
+import weakref
+from dataclasses import dataclass
+
+from ..errors import DeviceUnavailable, RuntimeFailure, UsageError
+from .spec import ClusterSpec, TaskSpec
+from .worker import WorkerService
+
+INSTALL_HINT = "install the cluster extra: pip install 'dftool[cluster]'"
+START_TIMEOUT_S = 120.0      # a task whose process is not up by then cannot be scheduled
+MAX_CONCURRENT_CALLS = 64    # per worker: run_graph of concurrent steps, deliveries, pings
+
+_open_clusters: "weakref.WeakSet[RayCluster]" = weakref.WeakSet()
+
+
+def available() -> bool:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("--cluster needs Ray, which is not installed", hint=INSTALL_HINT) from None
+    return ray
+
+
+class WorkerLost(RuntimeFailure):
+    """A task's process died or its node went away."""
+
+    def __init__(self, task: str, why: str):
+        super().__init__(why)
+        self.task = task
+        self.why = why
+
+
+@dataclass
+class TaskInfo:
+    """A running task: where Ray put it."""
+
+    task: TaskSpec
+    node_id: str
+    node_ip: str
+    pid: int
+    host: str
+
+    @property
+    def short_node(self) -> str:
+        return self.node_id[:12]
+
+
+class _RayTransport:
+    """A worker's way to its peers: fire-and-forget calls of their `deliver` (Ray keeps the calls
+    of one caller to one actor in order, puts large arrays in the object store and maps them on
+    the receiving side)."""
+
+    def __init__(self):
+        self.peers: dict = {}
+
+    def deliver(self, task: str, fingerprint: str, step_id: str, key: tuple, value, is_dead: bool) -> None:
+        self.peers[task].deliver.remote(fingerprint, step_id, key, value, is_dead)
+
+
+class WorkerActor:
+    """The Ray actor of one task: a WorkerService with a Ray transport."""
+
+    def __init__(self, task: TaskSpec, threads: int | None):
+        self.transport = _RayTransport()
+        self.service = WorkerService(task, self.transport, threads)
+
+    def set_peers(self, peers: dict) -> None:
+        self.transport.peers = peers
+
+    def info(self) -> dict:
+        import ray
+
+        info = self.service.info()
+        info["node_id"] = node_id = ray.get_runtime_context().get_node_id()
+        info["node_ip"] = next((n.get("NodeManagerAddress") for n in ray.nodes() if n["NodeID"] == node_id), "")
+        return info
+
+    def register(self, *args, **kwargs):
+        return self.service.register(*args, **kwargs)
+
+    def run_graph(self, *args, **kwargs):
+        return self.service.run_graph(*args, **kwargs)
+
+    def deliver(self, *args) -> None:
+        self.service.deliver(*args)
+
+    def abort(self, step_id: str, message: str) -> None:
+        self.service.abort(step_id, message)
+
+    def progress(self, step_id: str):
+        return self.service.progress(step_id)
+
+    def ping(self) -> float:
+        return self.service.ping()
+
+    def echo(self, value):
+        return value
+
+
+class RayCluster:
+    """A started (or joined) Ray with one actor per task. Use as a context manager, or close()."""
+
+    def __init__(self, spec: ClusterSpec, threads: int | None = None):
+        ray = _ray()
+        self.spec = spec
+        self.owns_ray = False
+        self.tasks: list[TaskSpec] = list(spec.tasks)
+        self.infos: dict[str, TaskInfo] = {}
+        self._actors: dict = {}
+        self._closed = False
+        self._lock = threading.Lock()
+        _open_clusters.add(self)
+        try:
+            self._connect(ray)
+            if not self.tasks:   # joined without a spec file: one task per alive node
+                self.tasks = self._task_per_node(ray)
+            self._start_workers(ray, threads)
+        except BaseException:
+            self.close()
+            raise
+
+    # --- starting ----------------------------------------------------------------------------
+    def _connect(self, ray) -> None:
+        if ray.is_initialized():
+            return    # a caller (a test, a notebook) already connected this process
+        quiet = dict(log_to_driver=False, logging_level=logging.ERROR, configure_logging=True,
+                     include_dashboard=False)
+        env = {"env_vars": {"RAY_IGNORE_UNHANDLED_ERRORS": "1", "PYTHONWARNINGS": "ignore"}}
+        with _quiet_stderr():
+            if self.spec.private:
+                cpus = sum(task.cpus for task in self.tasks)
+                gpus = sum(task.gpus for task in self.tasks)
+                options = dict(address="local", num_cpus=max(1, int(cpus + 0.999)),
+                               _node_ip_address="127.0.0.1", runtime_env=env)
+                if gpus:
+                    options["num_gpus"] = _gpus_here()
+                ray.init(**options, **quiet)
+            else:
+                try:
+                    ray.init(address=self.spec.address, runtime_env=_shipped_env(env), **quiet)
+                except (ConnectionError, RuntimeError, ValueError) as exc:
+                    raise DeviceUnavailable(f"cannot join the Ray cluster at {self.spec.address}: "
+                                            f"{_first_line(exc)}",
+                                            hint="start one with `ray start --head`, or use --cluster local:N") from None
+        self.owns_ray = True
+
+    def _task_per_node(self, ray) -> list[TaskSpec]:
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        return [TaskSpec("worker", k, 1.0, int(n.get("Resources", {}).get("GPU", 0)), n["NodeID"])
+                for k, n in enumerate(sorted(nodes, key=lambda n: n["NodeID"]))]
+
+    def _start_workers(self, ray, threads: int | None) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        actor_class = ray.remote(WorkerActor)
+        nodes = {n["NodeID"]: n for n in ray.nodes() if n.get("Alive")}
+        for task in self.tasks:
+            options: dict = dict(num_cpus=task.cpus, num_gpus=task.gpus, max_concurrency=MAX_CONCURRENT_CALLS,
+                                 max_restarts=0)
+            if task.node is not None:
+                node_id = _node_id(task, nodes)
+                options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
+            self._actors[task.name] = actor_class.options(**options).remote(task, threads)
+        pending = {self._actors[t.name].info.remote(): t for t in self.tasks}
+        ready, waiting = ray.wait(list(pending), num_returns=len(pending), timeout=START_TIMEOUT_S)
+        if waiting:
+            task = pending[waiting[0]]
+            raise DeviceUnavailable(f"task {task.short_name} did not start within {START_TIMEOUT_S:.0f} s "
+                                    f"(it asks for {task.cpus:g} CPU, {task.gpus} GPU"
+                                    f"{', node ' + task.node if task.node else ''})",
+                                    hint="the Ray cluster lacks the resources; see `ray status`")
+        for ref in ready:
+            task = pending[ref]
+            try:
+                info = ray.get(ref)
+            except Exception as exc:
+                raise DeviceUnavailable(f"task {task.short_name} failed to start: {_first_line(exc)}") from None
+            self.infos[task.name] = TaskInfo(task, info["node_id"], info["node_ip"], info["pid"], info["host"])
+        ray.get([actor.set_peers.remote(self._actors) for actor in self._actors.values()])
+
+    # --- calls -------------------------------------------------------------------------------
+    def submit(self, task: str, method: str, *args, **kwargs):
+        """Start `method` on the task's worker; returns a handle for wait/result."""
+        return getattr(self._actors[task], method).remote(*args, **kwargs)
+
+    def wait(self, calls: list, timeout: float) -> list:
+        """The calls among `calls` that have finished, waiting up to `timeout` for the first."""
+        import ray
+
+        if not calls:
+            return []
+        done, _ = ray.wait(list(calls), num_returns=1, timeout=max(0.0, timeout))
+        if done:   # and any others that are done too, without waiting
+            more, _ = ray.wait(list(calls), num_returns=len(calls), timeout=0)
+            done = list(set(done) | set(more))
+        return done
+
+    def result(self, task: str, call, timeout: float | None = None):
+        """The call's value; WorkerLost when the task's process or node is gone."""
+        import ray
+        from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayActorError
+
+        try:
+            return ray.get(call, timeout=timeout)
+        except GetTimeoutError:
+            raise
+        except (RayActorError, ActorDiedError, ActorUnavailableError) as exc:
+            raise WorkerLost(task, _death_reason(exc)) from None
+
+    def is_timeout(self, exc: BaseException) -> bool:
+        from ray.exceptions import GetTimeoutError
+
+        return isinstance(exc, GetTimeoutError)
+
+    def node_alive(self, node_id: str) -> bool:
+        import ray
+
+        return any(n["NodeID"] == node_id and n.get("Alive") for n in ray.nodes())
+
+    # --- stopping ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop every task's process; a private Ray instance is shut down too."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            import ray
+        except ImportError:
+            return
+        if not ray.is_initialized():
+            return
+        with _quiet_stderr():
+            for actor in self._actors.values():
+                with contextlib.suppress(Exception):
+                    ray.kill(actor, no_restart=True)
+            self._actors.clear()
+            if self.owns_ray:
+                with contextlib.suppress(Exception):
+                    ray.shutdown()
+
+    def __enter__(self) -> "RayCluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def shutdown_all() -> None:
+    """Close every open cluster (called by the CLI's signal handler before it exits)."""
+    for cluster in list(_open_clusters):
+        with contextlib.suppress(BaseException):
+            cluster.close()
+
+
+def _node_id(task: TaskSpec, nodes: dict) -> str:
+    assert task.node is not None
+    for node_id, node in nodes.items():
+        if task.node in (node_id, node.get("NodeManagerAddress"), node.get("NodeName")):
+            return node_id
+    known = ", ".join(f"{i[:12]} ({n.get('NodeManagerAddress')})" for i, n in nodes.items())
+    raise DeviceUnavailable(f"task {task.short_name}: no alive Ray node '{task.node}'",
+                            hint=f"the nodes are: {known}")
+
+
+def _gpus_here() -> int:
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:
+        return 0
+
+
+def _shipped_env(env: dict) -> dict:
+    """Joined clusters may run on machines without dftool: ship the graphtool package along."""
+    import graphtool
+
+    return {**env, "py_modules": [os.path.dirname(graphtool.__file__)]}
+
+
+def _death_reason(exc: BaseException) -> str:
+    text = _first_line(exc)
+    lowered = str(exc).lower()
+    if "node" in lowered and ("died" in lowered or "dead" in lowered or "removed" in lowered):
+        return "its Ray node died"
+    if "killed" in lowered or "sigkill" in lowered or "exited" in lowered or "died" in lowered:
+        return "its process died"
+    return text
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Ray prints start-up banners and shutdown notes through Python logging and to fd 2 of this
+    process: keep them off the user's terminal (dftool's own lines are the only output)."""
+    saved = logging.getLogger("ray").level
+    logging.getLogger("ray").setLevel(logging.ERROR)
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            yield
+        finally:
+            logging.getLogger("ray").setLevel(saved)
+
