@@ -16,6 +16,7 @@ import contextlib
 import io
 import logging
 import os
+import sys
 import threading
 import weakref
 from dataclasses import dataclass
@@ -45,6 +46,20 @@ def _ray():
     except ImportError:
         raise UsageError("--cluster needs Ray, which is not installed", hint=INSTALL_HINT) from None
     return ray
+
+
+def loopback_only() -> None:
+    """Make a Ray instance started from this process listen on loopback only. Ray advertises
+    (and binds its gRPC servers to) the node's IP address; where clusters are disabled (its
+    Windows/macOS default) it uses the loopback address instead. The variable reaches the Ray
+    processes this one starts; the constant is read when Ray is imported, hence both."""
+    os.environ[LOOPBACK_ENV] = "0"
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None:
+        constants.ENABLE_RAY_CLUSTER = False
+
+
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
 class WorkerLost(RuntimeFailure):
@@ -127,6 +142,8 @@ class RayCluster:
     """A started (or joined) Ray with one actor per task. Use as a context manager, or close()."""
 
     def __init__(self, spec: ClusterSpec, threads: int | None = None):
+        if spec.private:
+            loopback_only()
         ray = _ray()
         self.spec = spec
         self.owns_ray = False
@@ -156,8 +173,7 @@ class RayCluster:
             if self.spec.private:
                 cpus = sum(task.cpus for task in self.tasks)
                 gpus = sum(task.gpus for task in self.tasks)
-                options = dict(address="local", num_cpus=max(1, int(cpus + 0.999)),
-                               _node_ip_address="127.0.0.1", runtime_env=env)
+                options = dict(address="local", num_cpus=max(1, int(cpus + 0.999)), runtime_env=env)
                 if gpus:
                     options["num_gpus"] = _gpus_here()
                 ray.init(**options, **quiet)
