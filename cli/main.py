@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "partition_cmd",
     "profile_cmd",
     "samples_cmd",
+    "cluster_cmd",
 )
 
 # signal name -> (exit code, what the error line says). 128 + the signal number, as shells report it.
@@ -50,6 +51,10 @@ def _on_signal(signum, frame) -> None:
         discard = getattr(sys.modules.get("graphtool.graph_io"), "discard_temp_files", None)
         if discard is not None:
             discard()
+        # A private Ray instance and the worker processes of a cluster must not outlive us.
+        shutdown_clusters = getattr(sys.modules.get("graphtool.cluster.ray_engine"), "shutdown_all", None)
+        if shutdown_clusters is not None:
+            shutdown_clusters()
         # On a terminal: start the line afresh (after "^C" or a progress bar), show the cursor again.
         prefix = "\r\x1b[2K\x1b[?25h" if os.isatty(2) else ""
         os.write(2, f"{prefix}error: {what}\n".encode())

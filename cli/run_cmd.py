@@ -15,6 +15,7 @@ from graphtool.errors import RuntimeFailure, UsageError
 from graphtool.exec.trace import write_trace
 from graphtool.placement.device_names import short_device_name
 
+from .cluster_cmd import CLUSTER_HELP, start_cluster
 from .common import common_options, emit_report, info, load_graph, settings, signature_option
 from .output import detail, notice, stage, take_stdout
 from .output import result as show_result
@@ -119,6 +120,9 @@ def execution_options(func):
         click.option("--jit-cache", metavar="DIR",
                      help="JAX's persistent compilation cache (default: $DFTOOL_JIT_CACHE, else "
                           "~/.cache/dftool/jax; `off` disables it)."),
+        click.option("--cluster", "cluster_spec", metavar="SPEC", help=CLUSTER_HELP),
+        click.option("--compress", type=click.Choice(["none", "bf16", "fp16"]), default="none", show_default=True,
+                     help="With --cluster: float32 tensors travel between tasks as this 16-bit type."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -127,17 +131,23 @@ def execution_options(func):
 
 def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threads, *, check_numerics: bool = False,
                  signature: str | None = None, jit: bool | None = None, jit_cache: str | None = None,
-                 cast_feeds: bool = False):
+                 cast_feeds: bool = False, cluster_spec: str | None = None, compress: str = "none"):
     """(session, feeds, fetch list) for GRAPH and the execution options; the default fetches are
-    every graph output. UsageError for a graph with nothing to fetch."""
+    every graph output. UsageError for a graph with nothing to fetch. With `cluster_spec`, the
+    session runs on that cluster (started here, closed when the command ends)."""
     from graphtool.exec.session import Session
 
     if jit_cache is not None:
         from graphtool.jit import runtime
 
         runtime.set_cache_dir(jit_cache)
-    session = Session(load_graph(graph, signature=signature), device=device, threads=threads, check_numerics=check_numerics,
-                      source="<stdin>" if graph == "-" else graph, jit=jit)
+    loaded = load_graph(graph, signature=signature)
+    if cluster_spec is not None and jit:
+        raise UsageError("--jit and --cluster cannot be combined yet",
+                         hint="run on the cluster without --jit, or with --jit in one process")
+    cluster = start_cluster(cluster_spec, threads=threads, compress=compress)
+    session = Session(loaded, device=device, threads=threads, check_numerics=check_numerics,
+                      source="<stdin>" if graph == "-" else graph, jit=jit, cluster=cluster)
     # Each feed file's headers are checked against what the graph expects before any data is read.
     feeds = feed_files.collect_feeds(feed_pairs, feeds_file, expect=feed_files.placeholder_expectation(session.resolve),
                                      cast=cast_feeds)
@@ -195,7 +205,8 @@ def report_jit(session) -> None:
               help="Runs of the --target nodes (without targets: runs of the fetches; the last is shown).")
 @common_options
 def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threads, timeout, expect, rtol, atol,
-            check_numerics, as_json, report, inits, targets, steps, signature, jit, jit_cache, cast_feeds):
+            check_numerics, as_json, report, inits, targets, steps, signature, jit, jit_cache, cast_feeds,
+            cluster_spec, compress):
     """Execute GRAPH and print or save the fetched tensors.
 
     Results go to stdout (with --json, to stderr after the report; --output: a file), one line
@@ -209,7 +220,8 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
             graph_io.check_writable(path)
     session, feeds, fetch_list = open_session(graph, feed_pairs, feeds_file, fetches, device, threads,
                                               check_numerics=check_numerics, signature=signature, jit=jit,
-                                              jit_cache=jit_cache, cast_feeds=cast_feeds)
+                                              jit_cache=jit_cache, cast_feeds=cast_feeds,
+                                              cluster_spec=cluster_spec, compress=compress)
     if output:
         check_output_name(output, len(fetch_list))
     # Stateful graphs (training, random draws) evolve across runs of one session, as in

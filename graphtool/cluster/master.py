@@ -54,6 +54,7 @@ class Cluster:
         self.network = measure_network(engine)
         self.cost_model = cost_model
         self._ids = itertools.count()
+        self._placements: dict[str, tuple[dict[str, str], list[Moved]]] = {}
         self.session_id = uuid.uuid4().hex[:12]
 
     @property
@@ -95,7 +96,7 @@ class Cluster:
                 target_nodes: list[Node]):
         """Session._compile's cluster form: (executor, fetch pairs, fed items), items being node
         names (the master has no plans; the workers do)."""
-        moves = self._place_and_partition(pruned)
+        moves = self._place_and_partition(pruned, self._session_placement(session))
         default = self.device_names[0]
         fed_names = sorted(node.name for node in fed_nodes)
         target_names = sorted(node.name for node in target_nodes)
@@ -117,10 +118,13 @@ class Cluster:
             for device in sorted(by_task[task]):
                 digest.update(f"{task}|{device}|".encode())
                 digest.update(by_task[task][device])
-        digest.update(repr((fed_names, target_names, session.check_numerics)).encode())
+        # Each Session has its own state on the workers (variables, random generators), as each
+        # has its own in one process: the fingerprint covers the session too.
+        session_key = _session_key(session)
+        digest.update(repr((fed_names, target_names, session.check_numerics, session_key)).encode())
         fingerprint = digest.hexdigest()
         calls = {task: self.engine.submit(task, "register", fingerprint, parts, fed_names, target_names,
-                                          check_numerics=session.check_numerics)
+                                          check_numerics=session.check_numerics, session_key=session_key)
                  for task, parts in by_task.items()}
         for task, call in calls.items():
             try:
@@ -141,13 +145,18 @@ class Cluster:
         fed_items = {node.name: [TensorRef(node, i) for i in range(node.num_outputs)] for node in fed_nodes}
         return executor, fetch_pairs, fed_items
 
-    def _place_and_partition(self, graph: Graph) -> list[Moved]:
-        """Place `graph` over the cluster (a graph whose nodes all name cluster devices keeps its
-        placement) and partition it; returns the requests soft placement could not honour."""
-        from ..partition import partition
+    def _session_placement(self, session) -> tuple[dict[str, str], list[Moved]]:
+        """Where each node of the session's whole graph runs, placed once per Session (as
+        TensorFlow's master places the full graph): every signature then agrees on where a
+        variable lives, so the state one run leaves is there for the next."""
         from ..placement import place
         from ..placement.device_names import short_device_name
 
+        key = _session_key(session)
+        cached = self._placements.get(key)
+        if cached is not None:
+            return cached
+        graph = session.graph
         if has_transfers(graph):
             foreign = sorted({n.device for n in graph.nodes if n.device and task_of(n.device) not in self.engine.infos})
             if foreign:
@@ -155,15 +164,43 @@ class Cluster:
                                  "device of the cluster",
                                  hint="run it without --cluster, or partition the unpartitioned graph "
                                       "with --cluster")
+            placement: tuple[dict[str, str], list[Moved]] = ({n.name: n.device for n in graph.nodes}, [])
+        else:
+            graph = graph.copy()
+            for node in graph.nodes:   # this machine's devices mean "that kind of device, on any task"
+                if node.device and parse_device_name(node.device).job in (DEFAULT_JOB, None):
+                    parsed = parse_device_name(node.device)
+                    node.device = "" if parsed.type is None else \
+                        f"/device:{parsed.type}:{'*' if parsed.index is None else parsed.index}"
+            report = place(graph, self.device_names, soft_placement=True, cost_model=self.placement_cost_model())
+            moves = [Moved(s.node, s.requested, short_device_name(s.chosen), s.why) for s in report.softened
+                     if s.requested and not s.requested.startswith("/device:")]
+            placement = ({n.name: n.device for n in graph.nodes}, moves)
+        self._placements[key] = placement
+        return placement
+
+    def _place_and_partition(self, graph: Graph, placement: tuple[dict[str, str], list[Moved]]) -> list[Moved]:
+        """Give the pruned copy of a signature the session's placement (a node the pruning made,
+        such as a fed tensor's placeholder, is placed with what it replaces or by the placer) and
+        partition it; returns the requests soft placement could not honour."""
+        from ..partition import partition
+        from ..placement import place
+
+        if has_transfers(graph):
             return []
-        for node in graph.nodes:   # this machine's devices mean "that kind of device, anywhere"
-            if node.device and parse_device_name(node.device).job in (DEFAULT_JOB, None):
-                parsed = parse_device_name(node.device)
-                node.device = "" if parsed.type is None else f"/device:{parsed.type}:{'*' if parsed.index is None else parsed.index}"
-        report = place(graph, self.device_names, soft_placement=True, cost_model=self.placement_cost_model())
+        devices, moves = placement
+        unplaced = False
+        for node in graph.nodes:
+            device = devices.get(node.name)
+            if device is None:
+                unplaced = True
+                node.device = ""
+            else:
+                node.device = device
+        if unplaced:
+            place(graph, self.device_names, soft_placement=True, cost_model=self.placement_cost_model())
         partition(graph, compress=self.compress, compress_across_tasks_only=True)
-        return [Moved(s.node, s.requested, short_device_name(s.chosen), s.why) for s in report.softened
-                if s.requested and not s.requested.startswith("/device:")]
+        return [move for move in moves if move.node in graph]
 
     # --- names for messages ------------------------------------------------------------------------
     def _short(self, task: str) -> str:
@@ -377,6 +414,13 @@ class _StepWatch:
             if not done:
                 break
             pending = [c for c in pending if c not in done]
+
+
+def _session_key(session) -> str:
+    key = getattr(session, "_cluster_session_key", None)
+    if key is None:
+        key = session._cluster_session_key = uuid.uuid4().hex
+    return key
 
 
 def _merge_remote_stats(stats: StepStats, remote: dict) -> None:

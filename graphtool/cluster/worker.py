@@ -32,7 +32,8 @@ from ..placement.device_names import parse_device_name
 from .remote_rendezvous import RemoteRendezvous
 from .spec import TaskSpec
 
-MAX_SIGNATURES = 32        # compiled signatures kept per worker (least recently used dropped)
+MAX_SIGNATURES = 64        # compiled signatures kept per worker (least recently used dropped)
+MAX_SESSIONS = 64          # master Sessions whose state a worker keeps (least recently used dropped)
 FINISHED_STEPS_KEPT = 4096  # late deliveries for these steps are dropped, not buffered forever
 
 
@@ -50,8 +51,9 @@ def task_of(device: str) -> str:
 class _Signature:
     """One registered signature: this task's executors and where its fed and fetched nodes are."""
 
-    def __init__(self, executor: MultiDeviceExecutor, item_of: dict, devices: list[str]):
+    def __init__(self, executor: MultiDeviceExecutor, item_of: dict, devices: list[str], resources: SessionResources):
         self.executor, self.item_of, self.devices = executor, item_of, devices
+        self.resources = resources   # the state of the master's Session this signature belongs to
 
 
 class WorkerService:
@@ -61,7 +63,8 @@ class WorkerService:
         self.transport = transport
         self.threads = threads
         self.gpu_double = gpu_double
-        self.resources = SessionResources()   # variables live as long as the worker
+        # Variables and random generators of each master Session (most recently used kept).
+        self._session_resources: OrderedDict[str, SessionResources] = OrderedDict()
         self._signatures: OrderedDict[str, _Signature] = OrderedDict()
         self._steps: dict[str, tuple[RemoteRendezvous, str]] = {}
         self._finished: deque[str] = deque(maxlen=FINISHED_STEPS_KEPT)
@@ -82,7 +85,7 @@ class WorkerService:
 
     # --- signatures -------------------------------------------------------------------------------
     def register(self, fingerprint: str, partitions: dict[str, bytes], fed: list[str], targets: list[str],
-                 check_numerics: bool = False) -> list[str]:
+                 check_numerics: bool = False, session_key: str = "") -> list[str]:
         """Compile this task's partitions of one signature (serialized GraphDefs by device);
         a fingerprint seen before is not compiled again. Returns the devices compiled."""
         with self._lock:
@@ -105,7 +108,14 @@ class WorkerService:
                                 targets=[plan.item_of[n] for n in targets if n in plan.item_of])
             parts.append(DevicePart(device_name, device, executor))
             item_of.update(plan.item_of)
-        signature = _Signature(MultiDeviceExecutor(parts, CPUDevice(0)), item_of, sorted(partitions))
+        with self._lock:
+            resources = self._session_resources.get(session_key)
+            if resources is None:
+                resources = self._session_resources[session_key] = SessionResources()
+            self._session_resources.move_to_end(session_key)
+            while len(self._session_resources) > MAX_SESSIONS:
+                self._session_resources.popitem(last=False)
+        signature = _Signature(MultiDeviceExecutor(parts, CPUDevice(0)), item_of, sorted(partitions), resources)
         with self._lock:
             self._signatures[fingerprint] = signature
             while len(self._signatures) > MAX_SIGNATURES:
@@ -138,7 +148,7 @@ class WorkerService:
             step_feeds = {signature.item_of[name]: values for name, values in feeds.items()}
             step_fetches = [(signature.item_of[name], port) for name, port in fetches]
             values, step = signature.executor.run_step(
-                step_feeds, step_fetches, timeout=timeout, resources=StepResources(self.resources),
+                step_feeds, step_fetches, timeout=timeout, resources=StepResources(signature.resources),
                 allow_dead=allow_dead, stats=stats, rendezvous=rendezvous)
         except BaseException as exc:
             return _error_result(exc, rendezvous.origin)
@@ -221,8 +231,11 @@ def _error_result(exc: BaseException, origin) -> dict:
     if isinstance(exc, DftoolError):
         kind = "StepTimeout" if isinstance(exc, StepTimeout) else type(exc).__name__
         return {"error": {"class": kind, "message": str(exc), "hint": exc.hint, "origin": origin}}
+    import traceback
+
+    # Not one of dftool's errors: a bug. Its traceback goes along (`--debug` shows it).
     return {"error": {"class": "RuntimeFailure", "message": f"{type(exc).__name__}: {exc}", "hint": None,
-                      "origin": origin}}
+                      "origin": origin, "traceback": "".join(traceback.format_exception(exc))}}
 
 
 def error_from_result(error: dict, where: str) -> DftoolError:
@@ -230,4 +243,7 @@ def error_from_result(error: dict, where: str) -> DftoolError:
     kind = StepTimeout if error["class"] == "StepTimeout" else getattr(errors, error["class"], RuntimeFailure)
     if not (isinstance(kind, type) and issubclass(kind, DftoolError)):
         kind = RuntimeFailure
-    return kind(f"{error['message']} ({where})", hint=error["hint"])
+    exc = kind(f"{error['message']} ({where})", hint=error["hint"])
+    if error.get("traceback"):
+        exc.add_note(f"on the worker:\n{error['traceback']}")
+    return exc

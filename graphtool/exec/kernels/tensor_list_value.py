@@ -53,6 +53,11 @@ class TensorList:
     def __repr__(self) -> str:
         return f"TensorList({self.element_dtype.name}, {self.element_shape}, length={self.length})"
 
+    def __reduce__(self):
+        # Crossing to another process (a cluster task) sends this version alone, as its elements:
+        # the shared store and its lock stay behind.
+        return (TensorList, (self.element_dtype, self.element_shape, self.elements(), self.max_num_elements))
+
     # --- reading ----------------------------------------------------------------------------------
     def get(self, index: int):
         """The element at `index` (None when it was never set); the index must be in range."""
