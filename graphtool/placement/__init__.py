@@ -17,9 +17,9 @@ The steps, each in its own module:
 """
 from __future__ import annotations
 
-from .cost_model import CostModel
+from .cost_model import CostModel, Link
 from .greedy import place
 from .random_placer import random_placement
 from .report import PlacementReport
 
-__all__ = ["CostModel", "PlacementReport", "place", "random_placement"]
+__all__ = ["CostModel", "Link", "PlacementReport", "place", "random_placement"]
