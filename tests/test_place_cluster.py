@@ -133,6 +133,7 @@ def test_estimator_transfers_by_device_name():
     assert estimator.min_latency([WORKER0, WORKER1]) == pytest.approx(1e-3)
     assert estimator.min_latency([WORKER0, WORKER1, "/job:worker/replica:0/task:0/device:CPU:1"]) == \
         pytest.approx(1e-5)
+    assert estimator.min_latency(["cpu:0", "gpu:0"]) == estimator.min_latency() == pytest.approx(1e-5)
 
 
 # --- CostModel: the file and with_network ------------------------------------------------------------

@@ -48,7 +48,7 @@ from dataclasses import dataclass, fields, replace
 from .. import dtypes
 from ..errors import InvalidGraphError
 from ..ir import Node, TensorRef
-from .device_names import DeviceName, parse_device_name
+from .device_names import DeviceName, parse_device_name, same_task
 
 SCHEMA = "dftool.cost_model/1"
 DEVICE_TYPES = ("CPU", "GPU")
@@ -310,10 +310,12 @@ class CostEstimator:
         return link.latency_seconds + nbytes / link.bytes_per_second
 
     def min_latency(self, devices: Sequence[str] = ()) -> float:
-        """The cheapest possible transfer between two of `devices` (any two device types of one
-        task when fewer than two are given): ops cheaper than this are 'cheap' to the placer."""
-        if len(devices) >= 2:
-            return min(self.model.link_between(a, b).latency_seconds
-                       for a in devices for b in devices if a != b)
+        """The cheapest possible transfer: ops cheaper than this are 'cheap' to the placer. Inside
+        a task, the cheapest link of any two device types; between two of `devices` in different
+        tasks, the network. So a list of one device per task makes the network the yardstick."""
         types = list(self.model.devices)
-        return min(self.model.link(a, b).latency_seconds for a in types for b in types)
+        local = min(self.model.link(a, b).latency_seconds for a in types for b in types)
+        pairs = [(a, b) for a in devices for b in devices if a != b]
+        if not pairs:
+            return local
+        return min(local if same_task(a, b) else self.model.network.latency_seconds for a, b in pairs)
