@@ -35,6 +35,8 @@ FULL_CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
     ("worker/cpu:1", DeviceName(job="worker", type="CPU", index=1)),
     ("worker:1/replica:2/cpu:0", DeviceName("worker", 2, 1, "CPU", 0)),
     ("replica:2/cpu:0", DeviceName(replica=2, type="CPU", index=0)),
+    ("replica:2", DeviceName(replica=2)),
+    ("worker:1/replica:2", DeviceName(job="worker", replica=2, task=1)),
     ("worker:*/gpu", DeviceName(job="worker", type="GPU")),
     ("tpu:1", DeviceName(type="TPU", index=1)),
     ("npu:1", DeviceName(type="NPU", index=1)),

@@ -13,7 +13,7 @@ then unspecified, i.e. "any") and `*` stands for "any" too, as in TensorFlow's
     ""                                             no constraint at all
 
 In a short form, a lone `NAME:N` is a device when NAME is a device type TensorFlow knows
-(DEVICE_TYPES: cpu, gpu, tpu, ...) and a job's task otherwise: `gpu:1` is a GPU, `worker:1`
+(KNOWN_DEVICE_TYPES: cpu, gpu, tpu, ...) and a job's task otherwise: `gpu:1` is a GPU, `worker:1`
 task 1 of job worker.
 
 Device types are upper-cased (TensorFlow treats legacy `cpu`/`gpu` as `CPU`/`GPU`; types are
@@ -41,7 +41,7 @@ from ..errors import UsageError
 DEFAULT_JOB = "localhost"
 # Device types of TensorFlow and its pluggable-device plugins (Intel XPU, Ascend NPU, DirectML):
 # in a short form, `NAME:N` with NAME one of these is a device, any other NAME a job (`worker:1`).
-DEVICE_TYPES = frozenset({"CPU", "GPU", "TPU", "TPU_SYSTEM", "XLA_CPU", "XLA_GPU", "XLA_TPU_JIT",
+KNOWN_DEVICE_TYPES = frozenset({"CPU", "GPU", "TPU", "TPU_SYSTEM", "XLA_CPU", "XLA_GPU", "XLA_TPU_JIT",
                           "XPU", "NPU", "DML"})
 
 _JOB = r"[A-Za-z][A-Za-z0-9_]*"
@@ -175,11 +175,14 @@ def _parse_short(stripped: str, text: str) -> DeviceName:
         parts.append((match.group("name"), match.group("number")))
     fields: dict = {}
     (name, number), rest = parts[0], parts[1:]
-    if name == "replica" or not (rest or name.upper() not in DEVICE_TYPES):
-        rest = parts   # no job: the parts start with the replica or the device
-    else:              # the first of several parts, or a name that is no device type: a task
+    # The first part is a task when more parts follow or its name is no device type; `replica:N`
+    # first means no job was given.
+    starts_with_task = name != "replica" and (bool(rest) or name.upper() not in KNOWN_DEVICE_TYPES)
+    if starts_with_task:
         fields.update(job=_text_or_any(name), task=_number_or_any(number))
-    if len(rest) > 1 and rest[0][0] == "replica":
+    else:
+        rest = parts
+    if rest and rest[0][0] == "replica":
         fields["replica"] = _number_or_any(rest[0][1])
         rest = rest[1:]
     if len(rest) > 1:
@@ -246,7 +249,7 @@ def short_device_name(full: str | DeviceName) -> str:
     device = f"{name.type.lower()}:{name.index}"
     if is_local(name):
         return device
-    if name.job is None or name.job.upper() in DEVICE_TYPES or name.job == "replica":
+    if name.job is None or name.job.upper() in KNOWN_DEVICE_TYPES or name.job == "replica":
         return name.to_string()
     replica = f"/replica:{name.replica}" if name.replica else ""
     return f"{name.job}:{name.task}{replica}/{device}"
@@ -270,5 +273,5 @@ def parse_device_list(text: str) -> list[str]:
     return names
 
 
-__all__ = ["DEFAULT_JOB", "DEVICE_TYPES", "DeviceName", "canonical_device_name", "is_local", "matches",
+__all__ = ["DEFAULT_JOB", "KNOWN_DEVICE_TYPES", "DeviceName", "canonical_device_name", "is_local", "matches",
            "parse_device_list", "parse_device_name", "same_task", "short_device_name"]
