@@ -64,7 +64,8 @@ def _explain_table(report) -> Table:
 @click.argument("input_path", metavar="IN")
 @click.argument("output_path", metavar="OUT")
 @click.option("--devices", metavar="LIST",
-              help="Comma-separated devices, short forms allowed (cpu:0,cpu:1,gpu:0). "
+              help="Comma-separated devices, short forms allowed (cpu:0,cpu:1,gpu:0), of any job and "
+                   "task (worker:0/cpu:0,worker:1/cpu:0,ps:0/cpu:0). "
                    "Default: the devices the graph names, plus cpu:0.")
 @click.option("--cost-model", "cost_model_path", metavar="FILE",
               help="Measured per-node/per-op costs (JSON, as written by profile --cost-model-out).")

@@ -189,9 +189,9 @@ def optimize(graph: Graph, *, fetches: Iterable[str | TensorRef] | None = None, 
 def place(graph: Graph, devices: Sequence[str] | str | None = None, *, soft_placement: bool = True,
           cost_model=None, explain: bool = False, inplace: bool = False, report: bool = False):
     """Give every node a full device name, as `dftool place` does. `devices`: a list or a comma
-    separated string in any spelling ("cpu:0,cpu:1,gpu:0"); None: the devices the graph names
-    plus cpu:0. `cost_model`: a CostModel, or the path of a file `profile --cost-model-out`
-    wrote. The report is a PlacementReport (device per node, load per device, softened
+    separated string in any spelling ("cpu:0,cpu:1,gpu:0"; other tasks' devices as
+    "worker:0/cpu:0,ps:0/cpu:0"); None: the devices the graph names plus cpu:0. `cost_model`: a
+    CostModel, or the path of a file `profile --cost-model-out` wrote. The report is a PlacementReport (device per node, load per device, softened
     constraints; with `explain`, the candidates of every node)."""
     # Imported here, not at the top: placement is about to move into its own package.
     from .placement.cost_model import CostModel

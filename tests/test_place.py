@@ -166,7 +166,6 @@ def test_op_without_any_kernel_is_an_error_naming_node_and_op():
 @pytest.mark.parametrize("devices, message", [
     (["tpu:0"], "unknown device 'tpu:0': device type TPU is not one of CPU, GPU"),
     (["cpu:x"], "bad device name 'cpu:x'"),
-    (["/job:worker/device:CPU:0"], "only local devices"),
     ([], "no devices to place on"),
 ])
 def test_bad_device_lists_are_usage_errors(devices, message):

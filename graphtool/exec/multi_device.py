@@ -104,7 +104,8 @@ def local_device(name: str, gpu_double: bool, task: tuple = (DEFAULT_JOB, 0, 0))
     assert parsed.index is not None   # completed() fills every field
     if (parsed.job, parsed.replica, parsed.task) != task:
         raise DeviceUnavailable(f"device '{name}' is not on this machine",
-                                hint="devices of other jobs and tasks run with --cluster (e.g. --cluster local:3)")
+                                hint="only /job:localhost/replica:0/task:0 devices run in this process; "
+                                     "run it with --cluster to use other jobs and tasks")
     if parsed.type == "CPU":
         return CPUDevice(parsed.index)
     if parsed.type == "GPU":

@@ -46,8 +46,9 @@ def canonical_device_of(node: Node) -> str:
 
 
 def device_labels(devices: list[str]) -> dict[str, str]:
-    """A short name per device usable in node and file names: 'cpu_0', or, when two devices
-    share type and index (other tasks or jobs), the whole name made safe ('worker_0_1_cpu_0')."""
+    """A short name per device usable in node and file names: its short name made safe ('cpu_0',
+    'worker_1_cpu_0' for task 1 of job worker); should two still clash, the job, replica and task
+    are put in front."""
     shorts = {device: short_device_name(device).replace(":", "_") for device in devices}
     clashing = {s for s in shorts.values() if list(shorts.values()).count(s) > 1}
     labels = {}

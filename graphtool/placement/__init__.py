@@ -11,12 +11,15 @@ The steps, each in its own module:
 3. constraints.py: each group's allowed devices (requested devices, kernels, soft placement).
 4. cost_model.py: compute and transfer estimates (analytic, or measured by `dftool profile`).
 5. greedy.py: `place()`, the greedy placer that weighs those costs.
-6. report.py: what `place()` returns (`dftool place --json` / `--explain`).
+6. random_placer.py: `random_placement()`, a seeded random choice among the same allowed
+   devices (tests and fuzzing: placements the cost model never picks, all of them valid).
+7. outcome.py and report.py: what both return (`dftool place --json` / `--explain`).
 """
 from __future__ import annotations
 
-from .cost_model import CostModel
+from .cost_model import CostModel, Link
 from .greedy import place
+from .random_placer import random_placement
 from .report import PlacementReport
 
-__all__ = ["CostModel", "PlacementReport", "place"]
+__all__ = ["CostModel", "Link", "PlacementReport", "place", "random_placement"]

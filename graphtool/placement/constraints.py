@@ -77,7 +77,7 @@ def _checked_device(text: str) -> str:
     if name.type not in PLACEABLE_TYPES:
         raise UsageError(f"unknown device '{text}': device type {name.type} is not one of "
                          f"{', '.join(PLACEABLE_TYPES)}")
-    return name.to_string()
+    return name.to_string()   # any job and task: placing on a cluster's devices needs no cluster
 
 
 def _device_order(full_name: str):

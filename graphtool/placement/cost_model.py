@@ -11,6 +11,10 @@ Shape, ...) cost the overhead only. Sizes come from inferred shapes; an unknown 
 as UNKNOWN_DIM elements and a tensor of unknown rank as UNKNOWN_RANK_ELEMENTS elements.
 
 Moving a tensor between two devices costs `latency + bytes / bandwidth` (zero on one device).
+Between two devices of one task (one process: same job, replica and task) the link depends on
+their types (host memory, PCIe); between devices of different tasks it is the network, whatever
+the types: BUILTIN_NETWORK, or what the file's `network` says, or the link measured when a
+cluster starts (`CostModel.with_network`).
 
 Measured costs (`dftool place --cost-model FILE`, written by `dftool profile --cost-model-out`):
 
@@ -20,13 +24,15 @@ Measured costs (`dftool place --cost-model FILE`, written by `dftool profile --c
       "ops": {"MatMul": {"CPU": 0.002}},
       "device_types": {"GPU": {"flops_per_second": 1e13, "bytes_per_second": 5e11,
                                "op_overhead_seconds": 1e-5}},
-      "transfer": {"latency_seconds": 2e-5, "bytes_per_second": 1e10}
+      "transfer": {"latency_seconds": 2e-5, "bytes_per_second": 1e10},
+      "network": {"latency_seconds": 2e-4, "bytes_per_second": 1e9}
     }
 
 Everything but "schema" is optional. `nodes` and `ops` give seconds per device type (CPU, GPU);
 for a (node, device type) the node entry wins over the op entry, which wins over the analytic
-estimate. `device_types` overrides fields of the built-in device descriptions and `transfer`
-replaces every link's latency/bandwidth. A malformed file is an InvalidGraphError (exit 3)
+estimate. `device_types` overrides fields of the built-in device descriptions, `transfer`
+replaces the latency/bandwidth of every link inside a task and `network` that of the link between
+tasks. A malformed file is an InvalidGraphError (exit 3)
 naming it.
 
     >>> CostModel().device("GPU").flops_per_second > CostModel().device("CPU").flops_per_second
@@ -36,11 +42,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
 from .. import dtypes
 from ..errors import InvalidGraphError
 from ..ir import Node, TensorRef
+from .device_names import DeviceName, parse_device_name, same_task
 
 SCHEMA = "dftool.cost_model/1"
 DEVICE_TYPES = ("CPU", "GPU")
@@ -77,6 +85,9 @@ BUILTIN_LINKS = {
     frozenset({"CPU", "GPU"}): Link(latency_seconds=2e-5, bytes_per_second=1.2e10),
     frozenset({"GPU"}): Link(latency_seconds=2e-5, bytes_per_second=2.5e10),
 }
+# Between tasks: an RPC (or object-store) round trip and about 10 Gb/s Ethernet. A cluster measures
+# its own at start-up and passes it in with CostModel.with_network.
+BUILTIN_NETWORK = Link(latency_seconds=2e-4, bytes_per_second=1e9)
 
 # Ops that do no arithmetic: sources, forwarding, control flow and shape metadata.
 _OVERHEAD_ONLY_OPS = frozenset({
@@ -95,18 +106,36 @@ class CostModel:
     """Device descriptions, links and measured per-node / per-op costs (see the module doc)."""
 
     def __init__(self, devices: dict[str, DeviceDescription] | None = None, transfer: Link | None = None,
-                 node_costs: dict | None = None, op_costs: dict | None = None, source: str = "<built-in>"):
+                 node_costs: dict | None = None, op_costs: dict | None = None, source: str = "<built-in>",
+                 network: Link | None = None):
         self.devices = {**BUILTIN_DEVICES, **(devices or {})}
         self.transfer_override = transfer
+        self.network = network or BUILTIN_NETWORK
         self.node_costs: dict[str, dict[str, float]] = node_costs or {}
         self.op_costs: dict[str, dict[str, float]] = op_costs or {}
         self.source = source
+
+    def with_network(self, network: Link) -> "CostModel":
+        """A copy of this model whose link between tasks is `network` (e.g. measured when a cluster
+        starts); this one is left as it is."""
+        return CostModel(self.devices, self.transfer_override, self.node_costs, self.op_costs, self.source,
+                         network=network)
 
     def device(self, device_type: str) -> DeviceDescription:
         return self.devices[device_type]
 
     def link(self, type_a: str, type_b: str) -> Link:
+        """The link between two devices of these types in one task."""
         return self.transfer_override or BUILTIN_LINKS[frozenset({type_a, type_b})]
+
+    def link_between(self, src: str | DeviceName, dst: str | DeviceName) -> Link:
+        """The link between two devices by name: the network between tasks, else by their types."""
+        first = (src if isinstance(src, DeviceName) else parse_device_name(src)).completed()
+        second = (dst if isinstance(dst, DeviceName) else parse_device_name(dst)).completed()
+        if (first.job, first.replica, first.task) != (second.job, second.replica, second.task):
+            return self.network
+        assert first.type is not None and second.type is not None   # completed() fills every field
+        return self.link(first.type, second.type)
 
     def measured(self, node: Node, device_type: str) -> float | None:
         """The measured cost of `node` on `device_type`, if the file gives one."""
@@ -141,13 +170,14 @@ class CostModel:
             fail("the top level must be a JSON object")
         if data.get("schema") != SCHEMA:
             fail(f"schema is {data.get('schema')!r}, expected {SCHEMA!r}")
-        unknown = sorted(set(data) - {"schema", "nodes", "ops", "device_types", "transfer"})
+        unknown = sorted(set(data) - {"schema", "nodes", "ops", "device_types", "transfer", "network"})
         if unknown:
             fail(f"unknown key {unknown[0]!r}")
         return cls(devices=_device_overrides(data.get("device_types", {}), fail),
-                   transfer=_link_override(data.get("transfer"), fail),
+                   transfer=_link_override(data.get("transfer"), "transfer", fail),
                    node_costs=_cost_table(data.get("nodes", {}), "nodes", fail),
-                   op_costs=_cost_table(data.get("ops", {}), "ops", fail), source=source)
+                   op_costs=_cost_table(data.get("ops", {}), "ops", fail), source=source,
+                   network=_link_override(data.get("network"), "network", fail))
 
 
 def _seconds(value, where: str, fail) -> float:
@@ -190,15 +220,15 @@ def _device_overrides(table, fail) -> dict[str, DeviceDescription]:
     return overrides
 
 
-def _link_override(values, fail) -> Link | None:
+def _link_override(values, key: str, fail) -> Link | None:
     if values is None:
         return None
     allowed = {f.name for f in fields(Link)}
     if not isinstance(values, dict) or set(values) != allowed:
-        fail(f"'transfer' must set exactly {', '.join(sorted(allowed))}")
-    link = Link(**{k: _seconds(v, f"transfer['{k}']", fail) for k, v in values.items()})
+        fail(f"'{key}' must set exactly {', '.join(sorted(allowed))}")
+    link = Link(**{k: _seconds(v, f"{key}['{k}']", fail) for k, v in values.items()})
     if link.bytes_per_second == 0:
-        fail("transfer bytes_per_second must be positive")
+        fail(f"{key} bytes_per_second must be positive")
     return link
 
 
@@ -212,6 +242,7 @@ class CostEstimator:
         self.shapes = shapes
         self._compute: dict[tuple[Node, str], float] = {}
         self._bytes: dict[TensorRef, int] = {}
+        self._links: dict[tuple, Link] = {}
 
     def compute(self, node: Node, device_type: str) -> float:
         """Seconds `node` takes on a device of `device_type` (measured, else estimated)."""
@@ -268,12 +299,23 @@ class CostEstimator:
             self._bytes[ref] = self.elements(ref) * (4 if dtype is dtypes.INVALID else dtype.itemsize)
         return self._bytes[ref]
 
-    def transfer(self, nbytes: float, src_type: str, dst_type: str) -> float:
-        """Seconds to move `nbytes` between two different devices of these types."""
-        link = self.model.link(src_type, dst_type)
+    def transfer(self, nbytes: float, src: str | DeviceName, dst: str | DeviceName) -> float:
+        """Seconds to move `nbytes` between two different devices (names, full or partial: a
+        missing field counts as canonical_device_name fills it; a bare type such as 'GPU' is a
+        device of this task). Devices of different tasks are joined by the network."""
+        key = (src, dst)
+        link = self._links.get(key)
+        if link is None:
+            link = self._links[key] = self.model.link_between(src, dst)
         return link.latency_seconds + nbytes / link.bytes_per_second
 
-    def min_latency(self) -> float:
-        """The cheapest possible transfer: ops cheaper than this are 'cheap' to the placer."""
+    def min_latency(self, devices: Sequence[str] = ()) -> float:
+        """The cheapest possible transfer: ops cheaper than this are 'cheap' to the placer. Inside
+        a task, the cheapest link of any two device types; between two of `devices` in different
+        tasks, the network. So a list of one device per task makes the network the yardstick."""
         types = list(self.model.devices)
-        return min(self.model.link(a, b).latency_seconds for a in types for b in types)
+        local = min(self.model.link(a, b).latency_seconds for a in types for b in types)
+        pairs = [(a, b) for a in devices for b in devices if a != b]
+        if not pairs:
+            return local
+        return min(local if same_task(a, b) else self.model.network.latency_seconds for a, b in pairs)

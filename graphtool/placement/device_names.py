@@ -8,7 +8,13 @@ then unspecified, i.e. "any") and `*` stands for "any" too, as in TensorFlow's
     /device:GPU:*  /job:localhost/device:CPU:1     partial specifications
     /cpu:0  /gpu:1  /CPU:0                         TensorFlow's legacy forms
     cpu:0  CPU:0  gpu:1  cpu  gpu                  short forms (the --devices list, `dftool run`)
+    worker:1/cpu:0  ps:0/gpu:1  worker:2           short cluster forms: JOB:TASK[/replica:N][/TYPE:N]
+    worker:1/replica:2/cpu:0  worker/cpu:1         (a task alone, `worker:2`, made canonical is its cpu:0)
     ""                                             no constraint at all
+
+In a short form, a lone `NAME:N` is a device when NAME is a device type TensorFlow knows
+(KNOWN_DEVICE_TYPES: cpu, gpu, tpu, ...) and a job's task otherwise: `gpu:1` is a GPU, `worker:1`
+task 1 of job worker.
 
 Device types are upper-cased (TensorFlow treats legacy `cpu`/`gpu` as `CPU`/`GPU`; types are
 otherwise case-sensitive, and we upper-case every type so `/device:cpu:0` means CPU too).
@@ -19,6 +25,10 @@ otherwise case-sensitive, and we upper-case every type so `/device:cpu:0` means 
     True
     >>> short_device_name("/job:localhost/replica:0/task:0/device:CPU:0")
     'cpu:0'
+    >>> canonical_device_name("worker:1/cpu:0")
+    '/job:worker/replica:0/task:1/device:CPU:0'
+    >>> short_device_name("/job:worker/replica:0/task:1/device:CPU:0")
+    'worker:1/cpu:0'
 """
 from __future__ import annotations
 
@@ -29,6 +39,10 @@ from functools import lru_cache
 from ..errors import UsageError
 
 DEFAULT_JOB = "localhost"
+# Device types of TensorFlow and its pluggable-device plugins (Intel XPU, Ascend NPU, DirectML):
+# in a short form, `NAME:N` with NAME one of these is a device, any other NAME a job (`worker:1`).
+KNOWN_DEVICE_TYPES = frozenset({"CPU", "GPU", "TPU", "TPU_SYSTEM", "XLA_CPU", "XLA_GPU", "XLA_TPU_JIT",
+                          "XPU", "NPU", "DML"})
 
 _JOB = r"[A-Za-z][A-Za-z0-9_]*"
 _TYPE = r"[A-Za-z][A-Za-z0-9_]*"
@@ -42,8 +56,9 @@ _FIELD = re.compile(
     rf"|/device:(?P<type>\*|{_TYPE})(?::(?P<index>\*|{_NUMBER}))?"
     rf"|/(?P<legacy_type>cpu|gpu|CPU|GPU):(?P<legacy_index>\*|{_NUMBER})"
 )
-# The short local form `TYPE[:N]` (TensorFlow's ParseLocalName, plus a bare type for convenience).
-_SHORT = re.compile(rf"(?P<type>{_TYPE})(?::(?P<index>\*|{_NUMBER}))?")
+# One `/`-separated part of a short form: `TYPE[:N]` (TensorFlow's ParseLocalName, plus a bare
+# type for convenience), `JOB[:TASK]` or `replica:N`.
+_SHORT_PART = re.compile(rf"(?P<name>{_TYPE})(?::(?P<number>\*|{_NUMBER}))?")
 
 
 @dataclass(frozen=True)
@@ -98,7 +113,8 @@ def _text_or_any(text: str | None) -> str | None:
 
 def _bad_name(text: str) -> UsageError:
     return UsageError(f"bad device name '{text}'",
-                      hint="use /job:localhost/replica:0/task:0/device:CPU:0, /device:GPU:*, cpu:0 or gpu:1")
+                      hint="use /job:localhost/replica:0/task:0/device:CPU:0, /device:GPU:*, cpu:0, gpu:1 "
+                           "or worker:1/cpu:0")
 
 
 def _parse_full(text: str) -> DeviceName:
@@ -146,10 +162,34 @@ def parse_device_name(text: str) -> DeviceName:
         return DeviceName()
     if stripped.startswith("/"):
         return _parse_full(stripped)
-    match = _SHORT.fullmatch(stripped)
-    if match is None:
+    return _parse_short(stripped, text)
+
+
+def _parse_short(stripped: str, text: str) -> DeviceName:
+    """`[JOB[:TASK]/][replica:N/]TYPE[:N]` or `JOB[:TASK]` (see the module docstring)."""
+    parts = []
+    for part in stripped.split("/"):
+        match = _SHORT_PART.fullmatch(part)
+        if match is None:
+            raise _bad_name(text)
+        parts.append((match.group("name"), match.group("number")))
+    fields: dict = {}
+    (name, number), rest = parts[0], parts[1:]
+    # The first part is a task when more parts follow or its name is no device type; `replica:N`
+    # first means no job was given.
+    starts_with_task = name != "replica" and (bool(rest) or name.upper() not in KNOWN_DEVICE_TYPES)
+    if starts_with_task:
+        fields.update(job=_text_or_any(name), task=_number_or_any(number))
+    else:
+        rest = parts
+    if rest and rest[0][0] == "replica":
+        fields["replica"] = _number_or_any(rest[0][1])
+        rest = rest[1:]
+    if len(rest) > 1:
         raise _bad_name(text)
-    return _normalized(DeviceName(type=match.group("type"), index=_number_or_any(match.group("index"))))
+    if rest:
+        fields.update(type=rest[0][0], index=_number_or_any(rest[0][1]))
+    return _normalized(DeviceName(**fields))
 
 
 def canonical_device_name(text: str) -> str:
@@ -183,13 +223,36 @@ def matches(spec: str | DeviceName, full_name: str | DeviceName) -> bool:
     )
 
 
+def is_local(name: str | DeviceName) -> bool:
+    """Whether a device name is in this process's task (/job:localhost/replica:0/task:0), its
+    missing fields filled like canonical_device_name does."""
+    parsed = _as_parsed(name).completed()
+    return (parsed.job, parsed.replica, parsed.task) == (DEFAULT_JOB, 0, 0)
+
+
+def same_task(a: str | DeviceName, b: str | DeviceName) -> bool:
+    """Whether two devices are in one job/replica/task (one process: no network between them)."""
+    first, second = _as_parsed(a).completed(), _as_parsed(b).completed()
+    return (first.job, first.replica, first.task) == (second.job, second.replica, second.task)
+
+
 def short_device_name(full: str | DeviceName) -> str:
-    """`type:index` in lower case, the spelling tables and --devices use ('cpu:0').
+    """The spelling tables and --devices use: `type:index` in lower case for a device of this
+    process's task ('cpu:0'), `job:task/type:index` for any other ('worker:1/cpu:0'), with
+    `/replica:N` after the task when N is not 0 ('worker:1/replica:2/cpu:0'). It parses back to
+    the same device; a job named like a device type (which a short form cannot tell from one)
+    keeps its full name.
 
     A name without a type or index fills them like canonical_device_name does."""
     name = _as_parsed(full).completed()
     assert name.type is not None   # completed() fills every field
-    return f"{name.type.lower()}:{name.index}"
+    device = f"{name.type.lower()}:{name.index}"
+    if is_local(name):
+        return device
+    if name.job is None or name.job.upper() in KNOWN_DEVICE_TYPES or name.job == "replica":
+        return name.to_string()
+    replica = f"/replica:{name.replica}" if name.replica else ""
+    return f"{name.job}:{name.task}{replica}/{device}"
 
 
 def parse_device_list(text: str) -> list[str]:
@@ -200,7 +263,8 @@ def parse_device_list(text: str) -> list[str]:
     """
     items = [item.strip() for item in text.split(",")]
     if not text.strip() or any(not item for item in items):
-        raise UsageError(f"bad device list '{text}'", hint="expected e.g. cpu:0,cpu:1,gpu:0")
+        raise UsageError(f"bad device list '{text}'",
+                         hint="expected e.g. cpu:0,cpu:1,gpu:0 or worker:0/cpu:0,worker:1/cpu:0,ps:0/cpu:0")
     names: list[str] = []
     for item in items:
         name = canonical_device_name(item)
@@ -209,5 +273,5 @@ def parse_device_list(text: str) -> list[str]:
     return names
 
 
-__all__ = ["DEFAULT_JOB", "DeviceName", "canonical_device_name", "matches", "parse_device_list",
-           "parse_device_name", "short_device_name"]
+__all__ = ["DEFAULT_JOB", "KNOWN_DEVICE_TYPES", "DeviceName", "canonical_device_name", "is_local", "matches",
+           "parse_device_list", "parse_device_name", "same_task", "short_device_name"]

@@ -13,7 +13,8 @@
 
    compute: the members' estimated (or measured) seconds on d's type (cost_model.py);
    transfer_in: moving the inputs from the devices their producers went to (latency + bytes /
-   bandwidth, zero on the same device); parallel_credit = min(compute, busiest_load - load(d)):
+   bandwidth, zero on the same device; over the network between devices of different tasks);
+   parallel_credit = min(compute, busiest_load - load(d)):
    work on a less loaded device overlaps with the busiest one, so it lengthens the step by less.
    This is the greedy step of minimising `max device load + total transfer time`, which spreads
    independent heavy work and keeps cheap work where its data is. Ties go to the first device.
@@ -27,15 +28,15 @@ tensor and destination device; a control edge counts one latency).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..ir import Graph, Node, TensorRef
 from .colocation import ColocationGroup, colocation_groups
 from .constraints import GroupConstraint, available_devices, device_type, op_runs_on, resolve_group
 from .cost_model import CostEstimator, CostModel
-from .device_names import matches, parse_device_name, short_device_name
-from .report import Candidate, NodePlacement, PlacementReport, Softened
+from .device_names import short_device_name
+from .outcome import forced_reason, placement_report
+from .report import Candidate, PlacementReport
 
 # Cheap = cheaper on every allowed device than this many of the cheapest transfers.
 _CHEAP_TRANSFERS = 2.0
@@ -63,7 +64,8 @@ def place(graph: Graph, devices: list[str] | None = None, *, soft_placement: boo
     for group, device in placer.assigned.items():
         for member in group.members:
             member.device = device
-    return _report(graph, placer, requested, constraints, model, soft_placement, explain)
+    return placement_report(graph, placer.assigned, placer.decisions, requested, constraints, placer.estimator,
+                            placer.devices, model, soft_placement, explain)
 
 
 @dataclass(eq=False)
@@ -106,7 +108,7 @@ class _GreedyPlacer:
         self.assigned: dict[ColocationGroup, str] = {}
         self.load = {d: 0.0 for d in devices}
         self.decisions: dict[ColocationGroup, tuple[str, str, list[Candidate]]] = {}
-        self.cheap_seconds = _CHEAP_TRANSFERS * estimator.min_latency()
+        self.cheap_seconds = _CHEAP_TRANSFERS * estimator.min_latency(devices)
 
     # --- costs --------------------------------------------------------------------------------
     def compute(self, group: ColocationGroup, device: str) -> float:
@@ -114,7 +116,7 @@ class _GreedyPlacer:
 
     def _move(self, ref: TensorRef | None, src: str, dst: str) -> float:
         nbytes = 0 if ref is None else self.estimator.tensor_bytes(ref)
-        return self.estimator.transfer(nbytes, self.types[src], self.types[dst])
+        return self.estimator.transfer(nbytes, src, dst)
 
     def transfer_in(self, group: ColocationGroup, device: str) -> float:
         """Moving the group's inputs from where their producers are (unplaced ones: free)."""
@@ -181,7 +183,7 @@ class _GreedyPlacer:
         candidates = [self.greedy_candidate(group, d) for d in constraint.candidates]
         best = min(range(len(candidates)), key=lambda i: (candidates[i].total, candidates[i].compute
                                                          + candidates[i].transfer, i))
-        reason, detail = _forced_reason(group, constraint) if len(candidates) == 1 else ("cheapest", "lowest cost")
+        reason, detail = forced_reason(group, constraint) if len(candidates) == 1 else ("cheapest", "lowest cost")
         self._assign(group, constraint.candidates[best], reason, detail, candidates)
 
     def _place_waiting_sources(self, consumer: ColocationGroup, deferred: set) -> None:
@@ -217,62 +219,3 @@ def _pulled_detail(group: ColocationGroup) -> str:
     if all(m.spec is None for m in group.members):
         return "unknown op: placed with its neighbours (where moving its inputs and outputs costs least)"
     return "cheap: placed where moving its inputs and outputs costs least"
-
-
-def _forced_reason(group: ColocationGroup, constraint: GroupConstraint) -> tuple[str, str]:
-    if constraint.constrained:
-        requests = sorted({m.device for m in group.members if m.device})
-        return "constraint", "requested " + ", ".join(f"'{r}'" for r in requests)
-    return "kernel", "the only device with kernels for its ops"
-
-
-# --- the report ---------------------------------------------------------------------------------
-
-def _report(graph: Graph, placer: _GreedyPlacer, requested: dict[Node, str], constraints,
-            model: CostModel, soft: bool, explain: bool) -> PlacementReport:
-    nodes = {}
-    softened = []
-    for group, device in placer.assigned.items():
-        reason, detail, candidates = placer.decisions[group]
-        for member in group.members:
-            if member is group.leader:
-                nodes[member] = NodePlacement(member.name, member.op, device, reason, detail,
-                                              candidates if explain else [])
-            else:
-                nodes[member] = NodePlacement(member.name, member.op, device, "colocation",
-                                              f"with '{group.leader.name}': {group.why_joined(member)}", [])
-            soft_entry = _softened(member, requested[member], device, constraints[group])
-            if soft_entry is not None:
-                softened.append(soft_entry)
-    load, transfer = estimated_cost(graph, placer.estimator, placer.devices)
-    return PlacementReport(devices=list(placer.devices), nodes=[nodes[n] for n in graph.nodes],
-                           opaque=[n.name for n in graph.nodes if n.spec is None],
-                           softened=sorted(softened, key=lambda s: s.node), device_load=load,
-                           transfer_seconds=transfer, soft_placement=soft, cost_model=model.source,
-                           explain=explain)
-
-
-def _softened(node: Node, requested: str, chosen: str, constraint: GroupConstraint) -> Softened | None:
-    """The report entry for a node placed elsewhere than it asked, else None."""
-    why = constraint.soften_why.get(node)
-    if why is None or matches(parse_device_name(requested), chosen):
-        return None
-    return Softened(node.name, requested, chosen, why)
-
-
-def estimated_cost(graph: Graph, estimator: CostEstimator,
-                   devices: Sequence[str] = ()) -> tuple[dict[str, float], float]:
-    """(seconds of compute per device, seconds of transfers) of the graph as it is placed."""
-    load: dict[str, float] = {device: 0.0 for device in devices}
-    moves: dict[tuple, float] = {}
-    for node in graph.nodes:
-        dst = device_type(node.device)
-        load[node.device] = load.get(node.device, 0.0) + estimator.compute(node, dst)
-        for ref in node.inputs:
-            if ref.node.device != node.device:
-                moves[(ref, node.device)] = estimator.transfer(estimator.tensor_bytes(ref),
-                                                               device_type(ref.node.device), dst)
-        for control in node.control_inputs:
-            if control.device != node.device:
-                moves[(control, node.device)] = estimator.transfer(0, device_type(control.device), dst)
-    return load, sum(moves.values())

@@ -13,7 +13,8 @@ docs/schemas/place.schema.json; the command adds `command`, `graph` and `output`
 
 `reason` is one of constraint (a requested device allowed only this one), kernel (the only
 device with kernels), colocation (placed with its group's first node), cheapest (lowest estimated
-cost) or consumer (a cheap op placed next to its consumers). With --explain each group's first
+cost), consumer (a cheap op placed next to its consumers) or random (random_placement() drew it
+among the allowed devices). With --explain each group's first
 node lists its candidates: {"device", "compute", "transfer", "parallel_credit", "total"} seconds.
 """
 from __future__ import annotations
