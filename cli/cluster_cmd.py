@@ -9,7 +9,7 @@ from graphtool.errors import UsageError
 from . import output
 from .common import common_options, info
 from .report import emit_report
-from .output import result_console, show, stage, take_stdout
+from .output import detail, result_console, show, stage, take_stdout
 
 CLUSTER_HELP = ("Run the partitions on Ray worker processes (extra `cluster`): local:N (a private Ray "
                 "instance on this machine, loopback only, with N worker tasks), auto (the Ray cluster "
@@ -36,6 +36,9 @@ def start_cluster(spec: str | None, *, threads: int | None = None, compress: str
     network = cluster.network
     info(f"cluster {spec}: {len(cluster.tasks)} task(s) on {len({t.node_id for t in cluster.tasks})} Ray node(s); "
          f"network {network.latency_seconds * 1e3:.2f} ms, {network.bytes_per_second / 1e9:.2f} GB/s")
+    for task in cluster.tasks:
+        detail(f"  task {task.task.short_name}: Ray node {task.short_node} ({task.node_ip}), pid {task.pid}, "
+               f"devices {', '.join(d.rsplit('/device:', 1)[-1] for d in task.task.devices)}")
     return cluster
 
 

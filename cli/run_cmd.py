@@ -145,9 +145,10 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
     if cluster_spec is not None and jit:
         raise UsageError("--jit and --cluster cannot be combined yet",
                          hint="run on the cluster without --jit, or with --jit in one process")
-    cluster = start_cluster(cluster_spec, threads=threads, compress=compress)
+    if cluster_spec is None and compress != "none":
+        start_cluster(None, compress=compress)    # (says --compress needs --cluster)
     session = Session(loaded, device=device, threads=threads, check_numerics=check_numerics,
-                      source="<stdin>" if graph == "-" else graph, jit=jit, cluster=cluster)
+                      source="<stdin>" if graph == "-" else graph, jit=jit)
     # Each feed file's headers are checked against what the graph expects before any data is read.
     feeds = feed_files.collect_feeds(feed_pairs, feeds_file, expect=feed_files.placeholder_expectation(session.resolve),
                                      cast=cast_feeds)
@@ -156,6 +157,10 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
     fetch_list = list(fetches) or session.default_fetches()
     if not fetch_list:
         raise UsageError(f"{graph}: the graph has no outputs to fetch; name one with --fetch")
+    for name in fetch_list:   # a bad name is reported before a cluster takes seconds to start
+        session.resolve(name, "fetch")
+    if cluster_spec is not None:
+        session.use_cluster(start_cluster(cluster_spec, threads=threads, compress=compress))
     return session, feeds, fetch_list
 
 

@@ -54,6 +54,7 @@ class Cluster:
         self.network = measure_network(engine)
         self.cost_model = cost_model
         self._ids = itertools.count()
+        self.lost: set[str] = set()    # tasks whose worker a step lost; replaced before the next step
         self._placements: dict[str, tuple[dict[str, str], list[Moved]]] = {}
         self.session_id = uuid.uuid4().hex[:12]
 
@@ -123,13 +124,28 @@ class Cluster:
         session_key = _session_key(session)
         digest.update(repr((fed_names, target_names, session.check_numerics, session_key)).encode())
         fingerprint = digest.hexdigest()
-        calls = {task: self.engine.submit(task, "register", fingerprint, parts, fed_names, target_names,
-                                          check_numerics=session.check_numerics, session_key=session_key)
-                 for task, parts in by_task.items()}
+        registration = _Registration(fingerprint, by_task, fed_names, target_names, session.check_numerics,
+                                     session_key)
+        self.register(registration)
+        executor = ClusterExecutor(self, registration, node_task)
+        executor.moves = moves
+        executor.notes = [move.note() for move in moves]
+        fetch_pairs = [(ref.node.name, ref.index) for ref in fetch_refs]
+        fed_items = {node.name: [TensorRef(node, i) for i in range(node.num_outputs)] for node in fed_nodes}
+        return executor, fetch_pairs, fed_items
+
+    def register(self, registration: "_Registration") -> None:
+        """Have every task of a signature compile its partitions (a worker that has them already
+        only confirms)."""
+        calls = {task: self.engine.submit(task, "register", registration.fingerprint, parts, registration.fed,
+                                          registration.targets, check_numerics=registration.check_numerics,
+                                          session_key=registration.session_key)
+                 for task, parts in registration.by_task.items()}
         for task, call in calls.items():
             try:
                 self.engine.result(task, call)
             except WorkerLost as exc:
+                self.lost.add(task)
                 raise RuntimeFailure(f"task {self._short(task)} ({self._where(task)}) was lost while "
                                      f"compiling its partitions: {exc.why}") from None
             except Exception as exc:   # the worker raised while compiling (a RayTaskError)
@@ -138,12 +154,15 @@ class Cluster:
                     raise type(cause)(f"{cause} (on {self._short(task)})", hint=cause.hint) from None
                 raise RuntimeFailure(f"task {self._short(task)} could not compile its partitions: "
                                      f"{_first_line(exc)}") from None
-        executor = ClusterExecutor(self, fingerprint, sorted(by_task), node_task)
-        executor.moves = moves
-        executor.notes = [move.note() for move in moves]
-        fetch_pairs = [(ref.node.name, ref.index) for ref in fetch_refs]
-        fed_items = {node.name: [TensorRef(node, i) for i in range(node.num_outputs)] for node in fed_nodes}
-        return executor, fetch_pairs, fed_items
+        registration.generation = self.engine.generation
+
+    def recover(self) -> None:
+        """Before a step: replace the workers an earlier step lost, so that the cluster is usable
+        again (their state is gone; restoring it from a checkpoint is `--restore`'s job)."""
+        if not self.lost:
+            return
+        lost, self.lost = sorted(self.lost), set()
+        self.engine.restart(lost)
 
     def _session_placement(self, session) -> tuple[dict[str, str], list[Moved]]:
         """Where each node of the session's whole graph runs, placed once per Session (as
@@ -215,11 +234,23 @@ class Cluster:
         return f"{self.session_id}-{next(self._ids)}"
 
 
+class _Registration:
+    """What the master sent the workers for one signature, kept to send again to a replaced worker."""
+
+    def __init__(self, fingerprint: str, by_task: dict[str, dict[str, bytes]], fed: list[str], targets: list[str],
+                 check_numerics: bool, session_key: str):
+        self.fingerprint, self.by_task, self.fed, self.targets = fingerprint, by_task, fed, targets
+        self.check_numerics, self.session_key = check_numerics, session_key
+        self.generation = -1     # the engine generation it was registered in
+
+
 class ClusterExecutor:
     """Runs one registered signature as cluster steps; shaped like Executor for the Session."""
 
-    def __init__(self, cluster: Cluster, fingerprint: str, tasks: list[str], node_task: dict[str, str]):
-        self.cluster, self.fingerprint, self.tasks, self.node_task = cluster, fingerprint, tasks, node_task
+    def __init__(self, cluster: Cluster, registration: _Registration, node_task: dict[str, str]):
+        self.cluster, self.registration, self.node_task = cluster, registration, node_task
+        self.fingerprint = registration.fingerprint
+        self.tasks = sorted(registration.by_task)
         self.last_stats = StepStats()
         self.notes: list[str] = []
         self.moves: list[Moved] = []
@@ -238,8 +269,11 @@ class ClusterExecutor:
     def run_step(self, feeds: dict, fetches: list, *, timeout: float | None = None, resources=None,
                  allow_dead: bool = False, stats=None) -> tuple[list, StepStats]:
         """One step on every task holding part of the signature; fetched values in order."""
-        step_id = self.cluster.next_step_id()
+        self.cluster.recover()
         engine = self.cluster.engine
+        if self.registration.generation != engine.generation:   # workers were replaced since
+            self.cluster.register(self.registration)
+        step_id = self.cluster.next_step_id()
         per_task: dict[str, tuple[dict, list, list]] = {task: ({}, [], []) for task in self.tasks}
         for name, values in feeds.items():
             per_task[self.node_task[name]][0][name] = tuple(None if v is None else np.asarray(v) for v in values)
@@ -315,8 +349,8 @@ class _StepWatch:
             raise RuntimeFailure(f"task {self.cluster._short(task)} failed: {_first_line(exc)}") from None
         if "error" in result:
             error = result["error"]
-            origin = error.get("origin")
-            where = f"on {_short_device(origin)}" if origin else f"on task {self.cluster._short(task)}"
+            # An error from a device says which one already (worker:1/cpu:0); others get the task.
+            where = None if error.get("origin") else f"on task {self.cluster._short(task)}"
             raise error_from_result(error, where)
         self.results[task] = result
 
@@ -370,6 +404,7 @@ class _StepWatch:
                                       "and recv_device that runs in the same step")
 
     def _lost(self, task: str, why: str) -> RuntimeFailure:
+        self.cluster.lost.add(task)
         info = self.engine.infos[task]
         waiting = self._waiting_on(task)
         return RuntimeFailure(f"task {info.task.short_name} (Ray node {info.short_node}, pid {info.pid}) was lost "
@@ -471,10 +506,9 @@ def _short_device(name: str) -> str:
     from ..placement.device_names import short_device_name
 
     try:
-        parsed = parse_device_name(name).completed()
+        return short_device_name(name)
     except DftoolError:
         return name
-    return f"{parsed.job}:{parsed.task}/{short_device_name(parsed)}"
 
 
 def _describe(key: tuple) -> str:

@@ -150,6 +150,8 @@ class RayCluster:
         self.tasks: list[TaskSpec] = list(spec.tasks)
         self.infos: dict[str, TaskInfo] = {}
         self._actors: dict = {}
+        self._threads: int | None = threads
+        self.generation = 0          # +1 each time workers are replaced (registrations are lost)
         self._closed = False
         self._lock = threading.Lock()
         _open_clusters.add(self)
@@ -192,18 +194,24 @@ class RayCluster:
                 for k, n in enumerate(sorted(nodes, key=lambda n: n["NodeID"]))]
 
     def _start_workers(self, ray, threads: int | None) -> None:
+        self._threads = threads
+        self._start(ray, self.tasks)
+
+    def _start(self, ray, tasks: list[TaskSpec]) -> None:
+        """Start an actor for each of `tasks`, wait until all are up, then tell every worker
+        where its peers are."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         actor_class = ray.remote(WorkerActor)
         nodes = {n["NodeID"]: n for n in ray.nodes() if n.get("Alive")}
-        for task in self.tasks:
+        for task in tasks:
             options: dict = dict(num_cpus=task.cpus, num_gpus=task.gpus, max_concurrency=MAX_CONCURRENT_CALLS,
                                  max_restarts=0)
             if task.node is not None:
                 node_id = _node_id(task, nodes)
                 options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
-            self._actors[task.name] = actor_class.options(**options).remote(task, threads)
-        pending = {self._actors[t.name].info.remote(): t for t in self.tasks}
+            self._actors[task.name] = actor_class.options(**options).remote(task, self._threads)
+        pending = {self._actors[t.name].info.remote(): t for t in tasks}
         ready, waiting = ray.wait(list(pending), num_returns=len(pending), timeout=START_TIMEOUT_S)
         if waiting:
             task = pending[waiting[0]]
@@ -219,6 +227,19 @@ class RayCluster:
                 raise DeviceUnavailable(f"task {task.short_name} failed to start: {_first_line(exc)}") from None
             self.infos[task.name] = TaskInfo(task, info["node_id"], info["node_ip"], info["pid"], info["host"])
         ray.get([actor.set_peers.remote(self._actors) for actor in self._actors.values()])
+
+    def restart(self, tasks: list[str]) -> None:
+        """Replace the workers of `tasks` (lost, or stuck) by fresh ones: what they held (compiled
+        partitions, variables) is gone, the other tasks keep theirs."""
+        ray = _ray()
+        for name in tasks:
+            actor = self._actors.pop(name, None)
+            if actor is not None:
+                with contextlib.suppress(Exception):
+                    ray.kill(actor, no_restart=True)
+            self.infos.pop(name, None)
+        self.generation += 1
+        self._start(ray, [task for task in self.tasks if task.name in tasks])
 
     # --- calls -------------------------------------------------------------------------------
     def submit(self, task: str, method: str, *args, **kwargs):

@@ -238,12 +238,12 @@ def _error_result(exc: BaseException, origin) -> dict:
                       "origin": origin, "traceback": "".join(traceback.format_exception(exc))}}
 
 
-def error_from_result(error: dict, where: str) -> DftoolError:
-    """The exception `_error_result` described, its message ending with `where` (the task)."""
+def error_from_result(error: dict, where: str | None) -> DftoolError:
+    """The exception `_error_result` described, its message ending with `(where)` if given."""
     kind = StepTimeout if error["class"] == "StepTimeout" else getattr(errors, error["class"], RuntimeFailure)
     if not (isinstance(kind, type) and issubclass(kind, DftoolError)):
         kind = RuntimeFailure
-    exc = kind(f"{error['message']} ({where})", hint=error["hint"])
+    exc = kind(error["message"] + (f" ({where})" if where else ""), hint=error["hint"])
     if error.get("traceback"):
         exc.add_note(f"on the worker:\n{error['traceback']}")
     return exc

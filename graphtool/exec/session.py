@@ -81,12 +81,18 @@ class Session:
         self.multi_device = needs_multi_device(graph, self.device)
         # On a cluster (graphtool.cluster.Cluster) each signature is placed over its tasks and
         # registered on their workers; steps run there.
-        self.cluster = cluster
+        self.cluster = None
         if cluster is not None:
-            if self.jit:
-                raise UsageError("--jit and --cluster cannot be combined yet",
-                                 hint="run on the cluster without --jit, or with --jit in one process")
-            self.multi_device = True
+            self.use_cluster(cluster)
+
+    def use_cluster(self, cluster) -> None:
+        """Run every later step on `cluster` (a graphtool.cluster.Cluster) instead of here."""
+        if self.jit:
+            raise UsageError("--jit and --cluster cannot be combined yet",
+                             hint="run on the cluster without --jit, or with --jit in one process")
+        self.cluster = cluster
+        self.multi_device = True
+        self._executors.clear()
 
     # --- names ----------------------------------------------------------------------------------
     def resolve(self, name: str, what: str) -> TensorRef:
