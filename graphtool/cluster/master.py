@@ -39,7 +39,9 @@ from .spec import ClusterSpec, parse_cluster
 from .worker import error_from_result, task_of
 
 HEALTH_INTERVAL_S = 1.0     # how often the master pings each task during a step
-PING_TIMEOUT_S = 3.0        # a task that has not answered a ping for this long is lost
+WATCH_TICK_S = 0.25         # how often it looks at the answers (and Ray's news of deaths)
+PING_TIMEOUT_S = 2.5        # a task that has not answered a ping for this long is lost
+PROGRESS_WAIT_S = 0.5       # how long an error message waits to learn what the others awaited
 ABORT_GRACE_S = 3.0         # how long the other tasks get to stop after an abort
 TIMEOUT_GRACE_S = 2.0       # a worker's own timeout fires first and says what was running
 
@@ -314,6 +316,7 @@ class _StepWatch:
         self.pings: dict[str, tuple[object, float]] = {}       # task -> (ping call, sent at)
         self.progress: dict[str, tuple[object, float]] = {}    # task -> (progress call, sent at)
         self.snapshots: list = []
+        self.progress_calls: dict = {}
 
     def wait(self) -> dict[str, dict]:
         try:
@@ -323,21 +326,27 @@ class _StepWatch:
             raise
 
     def _wait(self) -> dict[str, dict]:
-        next_check = time.monotonic() + HEALTH_INTERVAL_S
+        next_round = time.monotonic() + HEALTH_INTERVAL_S
         while len(self.results) < len(self.calls):
             pending = [call for task, call in self.calls.items() if task not in self.results]
             now = time.monotonic()
-            wait_for = max(0.0, min(next_check - now, (self.deadline - now) if self.deadline else next_check - now))
+            wait_for = min(WATCH_TICK_S, max(0.0, next_round - now))
+            if self.deadline is not None:
+                wait_for = min(wait_for, max(0.0, self.deadline - now))
             for call in self.engine.wait(pending, wait_for):
                 self._collect(self.task_of_call[call], call)
+            if len(self.results) == len(self.calls):
+                break
             now = time.monotonic()
-            if self.deadline is not None and now >= self.deadline and len(self.results) < len(self.calls):
+            if self.deadline is not None and now >= self.deadline:
                 raise StepTimeout(f"the step ran past its {self.timeout:g} s timeout on the cluster"
                                   f"{self._waiting_on(None)}",
                                   hint="raise --timeout, or profile the run to see what is slow")
-            if now >= next_check and len(self.results) < len(self.calls):
-                self._check_health(now)
-                next_check = now + HEALTH_INTERVAL_S
+            self._check_pings(now)
+            if now >= next_round:   # once a second: a ping to each task, and a progress report
+                self._check_deadlock()
+                self._send_round(now)
+                next_round = now + HEALTH_INTERVAL_S
         return self.results
 
     def _collect(self, task: str, call) -> None:
@@ -355,49 +364,64 @@ class _StepWatch:
         self.results[task] = result
 
     # --- health ------------------------------------------------------------------------------------
-    def _check_health(self, now: float) -> None:
-        running = [task for task in self.calls if task not in self.results]
-        for task in running:
-            sent = self.pings.get(task)
-            if sent is not None:
-                call, at = sent
-                if self.engine.wait([call], 0):
-                    try:
-                        self.engine.result(task, call)
-                    except WorkerLost as exc:
-                        raise self._lost(task, exc.why) from None
-                    self.pings.pop(task)
-                elif now - at > PING_TIMEOUT_S:
-                    info = self.engine.infos[task]
-                    why = "its Ray node is gone" if not self.engine.node_alive(info.node_id) else \
-                        f"it has not answered a health check for {now - at:.0f} s"
-                    raise self._lost(task, why)
+    def _running(self) -> list[str]:
+        return [task for task in self.calls if task not in self.results]
+
+    def _send_round(self, now: float) -> None:
+        """Ping each running task (unless its last ping is unanswered) and ask every task of the
+        step for its progress; both are read later, without blocking (`_check_pings`,
+        `_check_deadlock`)."""
+        for task in self._running():
             if task not in self.pings:
                 self.pings[task] = (self.engine.submit(task, "ping"), now)
-        self._check_deadlock(running)
+        self.progress_calls = {task: self.engine.submit(task, "progress", self.step_id) for task in self.calls}
 
-    def _check_deadlock(self, running: list[str]) -> None:
-        calls = {task: self.engine.submit(task, "progress", self.step_id) for task in self.calls}
+    def _check_pings(self, now: float) -> None:
+        """A task whose process died (Ray says so) or whose ping is unanswered for longer than
+        PING_TIMEOUT_S is lost."""
+        for task in self._running():
+            sent = self.pings.get(task)
+            if sent is None:
+                continue
+            call, at = sent
+            if self.engine.wait([call], 0):
+                try:
+                    self.engine.result(task, call)
+                except WorkerLost as exc:
+                    raise self._lost(task, exc.why) from None
+                self.pings.pop(task)
+            elif now - at > PING_TIMEOUT_S:
+                info = self.engine.infos[task]
+                why = "its Ray node is gone" if not self.engine.node_alive(info.node_id) else \
+                    f"it has not answered a health check for {now - at:.1f} s"
+                raise self._lost(task, why)
+
+    def _check_deadlock(self) -> None:
+        """From the progress reports asked for a round ago: every running task idle on Recvs
+        only, nothing sent that was not received, and no change over two rounds: no value can
+        ever arrive."""
+        calls, self.progress_calls = self.progress_calls, {}
+        if not calls or not all(self.engine.wait([call], 0) for call in calls.values()):
+            self.snapshots.clear()
+            return
         snapshot = {}
         for task, call in calls.items():
-            if not self.engine.wait([call], 1.0):
-                self.snapshots.clear()
-                return
             try:
                 snapshot[task] = self.engine.result(task, call)
             except WorkerLost as exc:
                 raise self._lost(task, exc.why) from None
-        finished_counts = {task: (r.get("sent", 0), 0) for task, r in self.results.items()}
-        sent = sum(p["sent"] for p in snapshot.values() if p) + sum(s for s, _ in finished_counts.values())
-        received = sum(p["received"] for p in snapshot.values() if p)
+        running = self._running()
+        sent = sum(p["sent"] for p in snapshot.values() if p) + \
+            sum(r.get("sent", 0) for t, r in self.results.items() if not snapshot.get(t))
+        received = sum(p["received"] for p in snapshot.values() if p) + \
+            sum(r.get("received", 0) for t, r in self.results.items() if not snapshot.get(t))
         stuck = all(p is None or p["stuck"] for t, p in snapshot.items() if t in running)
-        state = (sent, received, tuple(sorted((t, bool(p and p["stuck"])) for t, p in snapshot.items())))
-        if not stuck:
+        if not stuck or sent != received:
             self.snapshots.clear()
             return
-        self.snapshots.append(state)
+        self.snapshots.append((sent, received, tuple(sorted(t for t, p in snapshot.items() if p))))
         if len(self.snapshots) >= 2 and self.snapshots[-1] == self.snapshots[-2]:
-            missing = [key for p in snapshot.values() if p for key in p["waiting"]]
+            missing = [_describe(key) for p in snapshot.values() if p for key in p["waiting_keys"]]
             shown = "; ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
             raise RuntimeFailure(f"the graph cannot finish on the cluster: no task sends {shown or 'what is awaited'}",
                                  hint="every _Recv needs a _Send with the same tensor_name, send_device "
@@ -413,15 +437,22 @@ class _StepWatch:
                                    "checkpoint is --restore)")
 
     def _waiting_on(self, task: str | None) -> str:
-        """'; worker:0 was waiting for tensor 'x:0' from worker:1/cpu:0 ...' (at most 3)."""
+        """'; worker:0 was waiting for tensor 'x:0' from worker:1/cpu:0 ...' (at most 3): what
+        the other running tasks await from `task` (from anyone, when None). Asked of all at once,
+        for at most PROGRESS_WAIT_S."""
+        others = [t for t in self.calls if t != task and t not in self.results and t not in self.cluster.lost]
+        calls = {}
+        for other in others:
+            try:
+                calls[other] = self.engine.submit(other, "progress", self.step_id)
+            except Exception:
+                continue
+        deadline = time.monotonic() + PROGRESS_WAIT_S
         lines = []
-        for other in self.calls:
-            if other == task or other in self.results:
+        for other, call in calls.items():
+            if not self.engine.wait([call], max(0.0, deadline - time.monotonic())):
                 continue
             try:
-                call = self.engine.submit(other, "progress", self.step_id)
-                if not self.engine.wait([call], 1.0):
-                    continue
                 progress = self.engine.result(other, call)
             except Exception:
                 continue
@@ -436,7 +467,7 @@ class _StepWatch:
 
     def _abort_all(self, error: BaseException) -> None:
         message = f"step stopped: {_first_line(error)}"
-        running = [task for task in self.calls if task not in self.results]
+        running = [task for task in self.calls if task not in self.results and task not in self.cluster.lost]
         for task in running:
             try:
                 self.engine.submit(task, "abort", self.step_id, message)

@@ -155,7 +155,8 @@ class WorkerService:
         finally:
             self._finish(step_id)
         result = {"values": values, "nodes": step.nodes_executed, "iterations": dict(step.iterations),
-                  "bytes_sent": rendezvous.bytes_sent, "sent": rendezvous.sent_remote}
+                  "bytes_sent": rendezvous.bytes_sent, "sent": rendezvous.sent_remote,
+                  "received": rendezvous.received_remote}
         if stats is not None:
             stats.stop()
             result["stats"] = {"origin_wall_ns": origin_wall_ns, "wall_ns": stats.wall_ns,

@@ -1,0 +1,117 @@
+"""Faults on a cluster, through the CLI: a worker process that dies or stops answering, a kernel
+error on one task, a timeout, Ctrl-C. Each stops the step on every task within 5 s with one line
+naming the task, its Ray node and what was waiting on it; nothing of the cluster survives."""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from graphtool.ir.export import to_graphdef
+
+from .graphs import failing_on, ping_pong
+from .processes import Dftool, wait_gone
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+STEP_RUNNING_S = 3.0     # the cluster is up (pids printed); the step is running this much later
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    pytest.importorskip("ray")
+    root = tmp_path_factory.mktemp("cluster_faults")
+    (root / "ping_pong.pb").write_bytes(to_graphdef(ping_pong()).SerializeToString())
+    (root / "failing.pb").write_bytes(to_graphdef(failing_on()).SerializeToString())
+    np.save(root / "forever.npy", np.int32(10**8))
+    np.save(root / "nan.npy", np.array([1, 2, np.nan], np.float32))
+    return root
+
+
+def _long_step(files, *extra: str) -> Dftool:
+    return Dftool("run", str(files / "ping_pong.pb"), "--feed", f"n={files / 'forever.npy'}",
+                  "--cluster", "local:2", "-v", *extra)
+
+
+def _assert_nothing_left(dftool: Dftool) -> None:
+    assert not wait_gone(dftool.tree), f"processes left running: {sorted(dftool.tree)}"
+
+
+def test_a_worker_that_dies_mid_step_fails_the_step_within_5_s(files):
+    dftool = _long_step(files)
+    try:
+        tasks = dftool.tasks(2)
+        time.sleep(STEP_RUNNING_S)
+        os.kill(tasks["worker:1"]["pid"], signal.SIGKILL)
+        killed = time.monotonic()
+        code, exited, line = dftool.finish()
+    finally:
+        dftool.kill()
+    assert code == 1, dftool.lines
+    assert dftool.error_at is not None and dftool.error_at - killed < 5, "the step was not stopped within 5 s"
+    assert exited < 5 + 5, f"exit took {exited:.1f} s (the cluster's shutdown included)"
+    assert line.startswith("error: task worker:1 (Ray node "), line
+    assert tasks["worker:1"]["node"] in line and str(tasks["worker:1"]["pid"]) in line
+    assert "worker:0 was waiting for tensor" in line and "from worker:1/cpu:0" in line
+    _assert_nothing_left(dftool)
+
+
+def test_a_worker_that_stops_answering_fails_the_step_within_5_s(files):
+    dftool = _long_step(files)
+    try:
+        tasks = dftool.tasks(2)
+        time.sleep(STEP_RUNNING_S)
+        os.kill(tasks["worker:0"]["pid"], signal.SIGSTOP)
+        stopped = time.monotonic()
+        code, exited, line = dftool.finish()
+    finally:
+        with contextlib.suppress(ProcessLookupError):   # (gone: the cluster's shutdown killed it)
+            os.kill(tasks["worker:0"]["pid"], signal.SIGCONT)
+        dftool.kill()
+    assert code == 1, dftool.lines
+    assert dftool.error_at is not None and dftool.error_at - stopped < 5, "the step was not stopped within 5 s"
+    assert exited < 5 + 5, f"exit took {exited:.1f} s (the cluster's shutdown included)"
+    assert line.startswith("error: task worker:0 (Ray node ") and "health check" in line, line
+    _assert_nothing_left(dftool)
+
+
+def test_a_kernel_error_on_a_worker_names_node_op_and_task(files):
+    dftool = Dftool("run", str(files / "failing.pb"), "--feed", f"x={files / 'nan.npy'}", "--cluster", "local:2")
+    try:
+        code, _, line = dftool.finish(timeout=120)
+    finally:
+        dftool.kill()
+    assert code == 1, dftool.lines
+    assert "node 'check' (CheckNumerics)" in line and "x went bad" in line, line
+    assert line.count("worker:1/cpu:0") == 1, line
+    _assert_nothing_left(dftool)
+
+
+def test_the_timeout_holds_across_the_cluster(files):
+    dftool = _long_step(files, "--timeout", "4")
+    try:
+        dftool.tasks(2)
+        started = time.monotonic()
+        code, _, line = dftool.finish(timeout=120)
+        elapsed = time.monotonic() - started
+    finally:
+        dftool.kill()
+    assert code == 1 and "timed out after 4 s" in line, dftool.lines
+    assert elapsed < 4 + 5 + 3
+    _assert_nothing_left(dftool)
+
+
+def test_ctrl_c_stops_the_cluster_and_leaves_nothing_running(files):
+    dftool = _long_step(files)
+    try:
+        dftool.tasks(2)
+        time.sleep(STEP_RUNNING_S)
+        dftool.signal(signal.SIGINT)
+        code, elapsed, line = dftool.finish()
+    finally:
+        dftool.kill()
+    assert code == 130 and line == "error: interrupted", dftool.lines
+    _assert_nothing_left(dftool)
