@@ -5,7 +5,8 @@
     ray://HOST:PORT  the Ray cluster behind that Ray Client address
     FILE.json        a cluster spec, in the spirit of TensorFlow's ClusterSpec:
 
-        {"address": "local" | "auto" | "ray://HOST:PORT",      (optional, default "local")
+        {"address": "local" | "auto" | "ray://HOST:PORT" | "HOST:PORT",   (default "local";
+                                                 HOST:PORT: the head's GCS, as RAY_ADDRESS holds it)
          "jobs": {"worker": 2,                                   two tasks, default options
                   "ps": [{"cpus": 1, "gpus": 0, "node": "10.0.0.5"}],   per-task options
                   "eval": ["10.0.0.6:2222"]}}                   TensorFlow style: host pins the task
@@ -115,8 +116,9 @@ def _from_file(path: str) -> ClusterSpec:
     if unknown:
         raise fail(f"unknown field '{sorted(unknown)[0]}' (fields: address, jobs)")
     address = data.get("address", "local")
-    if address != "local" and address != "auto" and not str(address).startswith("ray://"):
-        raise fail(f"address '{address}': expected local, auto or ray://HOST:PORT")
+    if not isinstance(address, str) or not (address in ("local", "auto") or address.startswith("ray://")
+                                            or re.fullmatch(r"[^\s/:]+:\d+", address)):
+        raise fail(f"address '{address}': expected local, auto, ray://HOST:PORT or a cluster's GCS HOST:PORT")
     if address == "auto":
         address = os.environ.get("RAY_ADDRESS") or "auto"
     tasks: list[TaskSpec] = []

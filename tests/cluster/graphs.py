@@ -40,3 +40,26 @@ def failing_on(device: str = TASK1) -> Graph:
         checked = b.op("CheckNumerics", [doubled], name="check", message="x went bad")
     b.identity(checked, name="out")
     return b.graph
+
+
+def waiting_for_a_ghost() -> Graph:
+    """A partitioned graph whose `_Recv` on task 1 has no `_Send` anywhere: it cannot finish."""
+    b = GraphBuilder()
+    with b.device(TASK1):
+        received = b.op("_Recv", [], name="recv_ghost", tensor_type="float32", tensor_name="ghost",
+                        send_device=TASK0, send_device_incarnation=1, recv_device=TASK1)
+        b.identity(received, name="out")
+    with b.device(TASK0):
+        b.const(np.float32(1), name="unrelated")
+    return b.graph
+
+
+def big_crossing(elements: int = 1 << 18) -> Graph:
+    """`out` = (x * 2 on task 0) + 1 on task 1: one float32 tensor of `elements` crosses tasks."""
+    b = GraphBuilder()
+    x = b.placeholder("float32", [elements], name="x")
+    with b.device(TASK0):
+        doubled = b.mul(x, b.const(np.float32(2)))
+    with b.device(TASK1):
+        b.add(doubled, b.const(np.float32(1)), name="out")
+    return b.graph
