@@ -16,6 +16,7 @@ from graphtool.errors import UsageError
 from . import output
 from .common import (common_options, console, emit_report, graph_output_options, info, load_graph, lower_if_needed,
                      prepare_graph_output, save_graph, settings, signature_option)
+from .cluster_cmd import cluster_option, start_cluster
 from .output import result_console, show, stage
 
 
@@ -77,10 +78,11 @@ def _explain_table(report) -> Table:
 @graph_output_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout (needs OUT other than '-').")
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
+@cluster_option
 @signature_option
 @common_options
 def command(input_path, output_path, devices, cost_model_path, no_soft_placement, explain, text, binary, as_json,
-            report, signature):
+            report, signature, cluster_spec):
     """Place every node of IN on a device and write OUT."""
     from graphtool import api
     from graphtool.placement.cost_model import CostModel
@@ -99,6 +101,20 @@ def command(input_path, output_path, devices, cost_model_path, no_soft_placement
     cost_model = CostModel.load(cost_model_path) if cost_model_path else None
     graph = load_graph(input_path, signature=signature)
     lower_if_needed(graph)
+    if cluster_spec is not None:
+        # The cluster's devices (or those --devices names among them), and its network as measured.
+        cluster = start_cluster(cluster_spec, cost_model=cost_model)
+        assert cluster is not None
+        cost_model = cluster.placement_cost_model()
+        if device_list is None:
+            device_list = cluster.device_names
+        else:
+            from graphtool.placement.device_names import canonical_device_name
+
+            unknown = [d for d in device_list if canonical_device_name(d) not in cluster.device_names]
+            if unknown:
+                raise UsageError(f"--devices: '{unknown[0]}' is not a device of the cluster {cluster_spec}",
+                                 hint=f"its devices: {', '.join(cluster.device_names)}")
     with stage("placing"):
         graph, result = api.place(graph, device_list, soft_placement=not no_soft_placement, cost_model=cost_model,
                                   explain=explain, inplace=True, report=True)

@@ -28,6 +28,7 @@ REPORT_VERSIONS = {
     "partition": 2,
     "grad": 2,
     "profile": 2,
+    "cluster": 2,
 }
 
 # `run --json` includes the values of outputs with at most this many elements.

@@ -89,6 +89,12 @@ def compare_expected(path: str, fetches: list[str], values: list[np.ndarray], rt
     return problems
 
 
+def _cluster_summary(cluster, spec: str, transfer_bytes: int) -> dict:
+    """The run report's `cluster`: which, how big, and what the step sent between tasks."""
+    return {"spec": spec, "tasks": len(cluster.tasks), "nodes": len({t.node_id for t in cluster.tasks}),
+            "transfer_bytes": transfer_bytes}
+
+
 def _summary(name: str, value: np.ndarray) -> str:
     flat = np.ravel(value)
     shown = np.array2string(flat[:6], precision=5, separator=", ", threshold=6)
@@ -272,6 +278,8 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
                                   "value": tensor_value(v)} for n, v in zip(fetch_list, values)],
                      "dead_fetches": dead,
                      **({"jit": session.jit_report.to_json()} if session.jit_report is not None else {}),
+                     **({"cluster": _cluster_summary(session.cluster, cluster_spec, result.transfer_bytes)}
+                        if session.cluster is not None else {}),
                      "expect": None if not expect else {"file": expect, "mismatches": mismatches}},
                     as_json=as_json, report_path=report)
     if mismatches:

@@ -299,6 +299,7 @@ class ClusterExecutor:
             self.last_transfer_bytes += result.get("bytes_sent", 0)
             if stats is not None and "stats" in result:
                 _merge_remote_stats(stats, result["stats"])
+        step_stats.transfer_bytes = self.last_transfer_bytes
         self.last_stats = step_stats
         return values, step_stats
 

@@ -46,6 +46,7 @@ class RunResult:
     step_stats: StepStats | None = None   # with run(trace=True): every node execution, memory
     notes: list[str] = field(default_factory=list)   # device requests soft placement moved
     moves: list = field(default_factory=list)   # the same, as multi_device.Moved entries
+    transfer_bytes: int = 0   # on a cluster: bytes the step sent between tasks
 
 
 class Session:
@@ -182,7 +183,8 @@ class Session:
         host_values = [None if v is None else device.to_host(v) for v in values]
         return RunResult(host_values, step.nodes_executed, dict(step.iterations),
                          executor.device_names, stats.stop() if stats is not None else None,
-                         notes=list(getattr(executor, "notes", ())), moves=list(getattr(executor, "moves", ())))
+                         notes=list(getattr(executor, "notes", ())), moves=list(getattr(executor, "moves", ())),
+                         transfer_bytes=step.transfer_bytes)
 
     def _compile(self, fetch_refs, target_nodes, checked):
         fed_nodes = {ref.node for ref in checked}

@@ -30,6 +30,7 @@ class StepStats:
     def __init__(self):
         self.nodes_executed = 0
         self.iterations: dict[str, int] = {}
+        self.transfer_bytes = 0   # on a cluster: bytes sent between its tasks (graphtool.cluster)
 
 
 class Step(FrameDelivery):

@@ -4,6 +4,7 @@ naming the task, its Ray node and what was waiting on it; nothing of the cluster
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import time
@@ -115,3 +116,27 @@ def test_ctrl_c_stops_the_cluster_and_leaves_nothing_running(files):
         dftool.kill()
     assert code == 130 and line == "error: interrupted", dftool.lines
     _assert_nothing_left(dftool)
+
+
+def test_cluster_and_run_reports_validate_against_their_schemas(files, tmp_path):
+    """`dftool cluster local:2 --json` and `run --cluster local:2 --json` (the report's cluster part)."""
+    from tests.test_report_schemas import validation_errors
+
+    listing = Dftool("cluster", "local:2", "--json")
+    code, _, _ = listing.finish(timeout=120)
+    report = json.loads(listing.process.stdout.read())
+    assert code == 0 and validation_errors("cluster", report) == []
+    assert [task["task"] for task in report["tasks"]] == ["/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"]
+    _assert_nothing_left(listing)
+    np.save(tmp_path / "x.npy", np.arange(1 << 16, dtype=np.float32))
+    from .graphs import big_crossing
+
+    (tmp_path / "crossing.pb").write_bytes(to_graphdef(big_crossing(1 << 16)).SerializeToString())
+    run = Dftool("run", str(tmp_path / "crossing.pb"), "--feed", f"x={tmp_path / 'x.npy'}", "--cluster", "local:2",
+                 "--json")
+    code, _, _ = run.finish(timeout=120)
+    report = json.loads(run.process.stdout.read())
+    assert code == 0 and validation_errors("run", report) == []
+    assert report["cluster"] == {"spec": "local:2", "tasks": 2, "nodes": 1, "transfer_bytes": 4 << 16}
+    assert report["devices"] == ["worker:0/cpu:0", "worker:1/cpu:0"]
+    _assert_nothing_left(run)
