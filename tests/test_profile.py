@@ -6,7 +6,7 @@ import json
 import pytest
 
 from graphtool.exec.session import Session
-from graphtool.exec.step_stats import DeviceStats, NodeExecution, StepStats
+from graphtool.exec.step_stats import DeviceStats, NodeExecution, StepStats, transfers
 from graphtool.placement import place
 from graphtool.placement.cost_model import CostModel
 from graphtool.profiling import (PROFILE_SCHEMA, cost_model, critical_path, median_step, profile_report,
@@ -83,6 +83,18 @@ def test_a_recv_counts_only_from_when_its_value_was_sent():
     assert path.length_ns == 25 == stats.wall_ns
 
 
+def test_a_recv_waiting_before_its_send_began_does_not_start_a_chain():
+    # On a cluster the receiving task can begin the step (and wait) before the sending task has
+    # begun: that wait is not the Recv's work; the chain that produced the value is the path.
+    key = (CPU0, CPU1, "edge_x", ())
+    stats = step(node("x", 5, 10), node("send", 10, 11, ["x"], op="_Send", rendezvous=key),
+                 node("recv", 0, 15, [], device=CPU1, op="_Recv", rendezvous=key),
+                 node("y", 15, 25, ["recv"], device=CPU1))
+    path = critical_path(stats)
+    assert path.names == ["x", "send", "recv", "y"]
+    assert [s.contribution_ns for s in path.steps] == [5, 1, 4, 10]
+
+
 def test_an_empty_step_has_an_empty_critical_path():
     path = critical_path(StepStats(origin_ns=0))
     assert path.steps == [] and path.length_ns == 0 and path.fraction_of_step == 0.0
@@ -93,7 +105,9 @@ def test_an_empty_step_has_an_empty_critical_path():
 def assert_consistent(stats: StepStats) -> None:
     path = critical_path(stats)
     assert path.steps, "a step that ran nodes has a critical path"
-    longest = max(n.duration_ns for n in stats.nodes)
+    # Any execution alone is a chain; a _Recv's alone counts from when its _Send began.
+    sent_at = {id(t.recv): t.send.start_ns for t in transfers(stats)}
+    longest = max(n.end_ns - max(n.start_ns, sent_at.get(id(n), n.start_ns)) for n in stats.nodes)
     assert longest <= path.length_ns <= stats.wall_ns
     for before, after in zip(path.steps, path.steps[1:]):
         fed = before.execution.name in after.execution.input_node_names() or (
