@@ -34,6 +34,9 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, NamedTuple
 
+from ..errors import DftoolError
+from ..placement.device_names import parse_device_name
+
 SEND_OPS = frozenset({"_Send", "_HostSend"})
 RECV_OPS = frozenset({"_Recv", "_HostRecv"})
 
@@ -282,6 +285,20 @@ class Transfer(NamedTuple):
     @property
     def recv_device(self) -> str:
         return self.recv.rendezvous[1] if self.recv.rendezvous else self.recv.device
+
+    @property
+    def across_tasks(self) -> bool:
+        """Whether the value went from one task to another (over the network on a cluster)."""
+        return _task_of(self.send_device) != _task_of(self.recv_device)
+
+
+def _task_of(device: str) -> tuple:
+    """(job, replica, task) of a device name; a name that does not parse is its own task."""
+    try:
+        parsed = parse_device_name(device).completed()
+    except DftoolError:
+        return (device,)
+    return (parsed.job, parsed.replica, parsed.task)
 
 
 def transfers(stats: StepStats) -> list[Transfer]:
