@@ -6,7 +6,7 @@ import json
 import pytest
 
 from graphtool.exec.session import Session
-from graphtool.exec.step_stats import DeviceStats, NodeExecution, StepStats, transfers
+from graphtool.exec.step_stats import DeviceStats, NodeExecution, StepStats, TensorInfo, transfers
 from graphtool.placement import place
 from graphtool.placement.cost_model import CostModel
 from graphtool.profiling import (PROFILE_SCHEMA, cost_model, critical_path, median_step, profile_report,
@@ -149,6 +149,32 @@ def test_the_median_step_stands_for_the_run():
     steps = [step(node("a", 0, wall)) for wall in (50, 10, 30)]
     assert median_step(steps).wall_ns == 30
     assert median_step([]) is None
+
+
+def test_transfers_are_summed_per_edge_and_the_edges_between_tasks_are_the_network():
+    worker = "/job:worker/replica:0/task:{}/device:CPU:0".format
+    loop_key = [(worker(0), worker(1), "edge_h", (("loop", i),)) for i in range(2)]
+    local_key = (CPU0, CPU1, "edge_x", ())
+    four = (TensorInfo("float32", (4,), 16),)
+
+    def one_step(delay):
+        # A loop's value crosses tasks twice (iterations 0 and 1); x crosses two local devices once.
+        return step(node("h", 0, 10, device=worker(0)),
+                    node("send_h", 10, 11, ["h"], device=worker(0), op="_Send", rendezvous=loop_key[0]),
+                    node("recv_h", 0, 20 + delay, device=worker(1), op="_Recv", outputs=four, rendezvous=loop_key[0]),
+                    node("send_h", 30, 31, ["h"], device=worker(0), op="_Send", rendezvous=loop_key[1]),
+                    node("recv_h", 25, 40 + delay, device=worker(1), op="_Recv", outputs=four, rendezvous=loop_key[1]),
+                    node("x", 0, 1), node("send_x", 1, 2, ["x:1"], op="_Send", rendezvous=local_key),
+                    node("recv_x", 0, 5, device=CPU1, op="_Recv", outputs=four, rendezvous=local_key))
+    summary = summarize([one_step(0), one_step(4)])
+    edges = [(e.tensor, e.across_tasks, e.count, e.bytes, e.time_ns, e.latency_ns) for e in summary.edges]
+    # Per step: (20 - 10) + (40 - 30) ns, then (24 - 10) + (44 - 30): 24 on average, 12 per transfer.
+    assert edges == [("h:0", True, 2, 32, 24, 12), ("x:1", False, 1, 16, 4, 4)]
+    assert (summary.network.count, summary.network.bytes, summary.network.time_ns) == (2, 32, 24)
+    report = profile_report(summary, graph="g", repeat=2, warmup=0)["transfers"]
+    assert report["edges"][0] == {"tensor": "h:0", "from": worker(0), "to": worker(1), "across_tasks": True,
+                                  "count": 2, "bytes": 32, "time_ms": 24e-6, "latency_ms": 12e-6}
+    assert report["network"] == {"count": 2, "bytes": 32, "time_ms": 24e-6}
 
 
 def test_profiling_a_session_gives_a_versioned_json_report():

@@ -10,7 +10,7 @@ import pytest
 
 from graphtool.errors import UsageError
 from graphtool.exec.session import Session
-from graphtool.exec.step_stats import DeviceStats, NodeExecution, StepStats
+from graphtool.exec.step_stats import DeviceStats, NodeExecution, StepStats, TensorInfo
 from graphtool.exec.trace import MEMORY_COUNTER, chrome_trace, write_trace
 from graphtool.placement.device_names import short_device_name
 from tests.exec.test_step_stats import mlp, sample
@@ -141,3 +141,22 @@ def test_write_trace_gzips_when_the_name_asks_and_writes_atomically(tmp_path: Pa
     with pytest.raises(UsageError, match="does not exist"):
         write_trace(stats, str(tmp_path / "missing" / "step.json"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step.json", "step.json.gz"]
+
+
+def test_cluster_devices_are_processes_in_task_order_and_transfers_between_tasks_are_network_flows():
+    task = "/job:worker/replica:0/task:{}/device:CPU:0".format
+    key = (task(10), task(2), "edge_y", ())
+    value = (TensorInfo("float32", (4,), 16),)
+    stats = StepStats(origin_ns=0)
+    for execution in (NodeExecution("y", "Relu", task(10), 0, 10),
+                      NodeExecution("send", "_Send", task(10), 10, 12, inputs=("y",), rendezvous=key),
+                      NodeExecution("recv", "_Recv", task(2), 5, 40, lane="rendezvous", outputs=value, rendezvous=key)):
+        stats.device(execution.device).absorb(DeviceStats(execution.device, [execution]))
+    document = chrome_trace(stats)
+    assert validate_trace(document) == []
+    assert [e["args"]["name"] for e in document["traceEvents"] if e["name"] == "process_name"] == \
+        ["worker:2/cpu:0", "worker:10/cpu:0"]
+    start, finish = [e for e in document["traceEvents"] if e["ph"] in "sf"]
+    assert start["cat"] == finish["cat"] == "network"
+    assert start["args"] == {"tensor": "y:0", "from": "worker:10/cpu:0", "to": "worker:2/cpu:0", "bytes": 16,
+                             "latency_us": 0.03}
