@@ -31,6 +31,7 @@ from ..errors import DftoolError, InvalidGraphError, RuntimeFailure, UsageError
 from ..exec.executor import StepStats
 from ..exec.multi_device import Moved, has_transfers, split_per_device
 from ..exec.step_errors import StepTimeout
+from ..exec.step_stats import StepStats as TracedStep  # what a traced step recorded (not the executor's tally)
 from ..exec.step_stats import perf_clock_id
 from ..ir import Graph, Node, TensorRef
 from ..placement.cost_model import CostModel, Link
@@ -425,7 +426,7 @@ def _session_key(session) -> str:
     return key
 
 
-def _merge_remote_stats(stats: StepStats, remote: dict) -> None:
+def _merge_remote_stats(stats: TracedStep, remote: dict) -> None:
     """Fold a worker's device stats into the master's, on the master's clock."""
     offset = _clock_offset(stats, remote)
     for device_stats in remote["devices"]:
@@ -437,7 +438,7 @@ def _merge_remote_stats(stats: StepStats, remote: dict) -> None:
     stats.wall_ns = max(stats.wall_ns, remote["wall_ns"] + offset)
 
 
-def _clock_offset(stats: StepStats, remote: dict) -> int:
+def _clock_offset(stats: TracedStep, remote: dict) -> int:
     """Nanoseconds to add to a worker's step times to put them on the master's clock. A worker
     on this machine reads the same perf counter (same perf_clock_id): the two origins compare
     exactly, so a _Recv never seems to end before its _Send began. Workers elsewhere are
