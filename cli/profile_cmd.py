@@ -41,8 +41,8 @@ _PROGRESS_AFTER_S = 0.5
 def command(graph, feed_pairs, feeds_file, fetches, device, threads, timeout, repeat, warmup, trace,
             cost_model_out, top, as_json, report, signature, jit, jit_cache, cast_feeds, cluster_spec, compress):
     """Run GRAPH --repeat times after --warmup steps; report time and memory per op type and per
-    node, peak memory per device, the critical path and loop iterations (tables on stdout; on
-    stderr with --json)."""
+    node, peak memory per device, transfers per edge (on a cluster: network bytes and time), the
+    critical path and loop iterations (tables on stdout; on stderr with --json)."""
     if as_json:
         take_stdout()
     for path in (trace, cost_model_out, report):
@@ -161,6 +161,27 @@ def _critical_path_table(document: dict, top: int) -> Table | None:
     return _table(title, ["#", "node", "op", "device", "loop:iteration", "ms"], rows, 5)
 
 
+def _transfer_table(document: dict, top: int) -> Table | None:
+    """The `top` edges that cost the most transfer time per step (the report has them all)."""
+    edges = document["transfers"]["edges"]
+    if not edges:
+        return None
+    rows = [[e["tensor"], short_device_name(e["from"]), short_device_name(e["to"]), "yes" if e["across_tasks"] else "",
+             f"{e['count']:g}", format_bytes(e["bytes"]), f"{e['time_ms']:.3f}", f"{e['latency_ms']:.3f}"]
+            for e in edges[:top]]
+    shown = f"; the {len(rows)} slowest of {len(edges)}" if len(edges) > len(rows) else ""
+    return _table(f"transfers per edge (per step{shown})",
+                  ["tensor", "from", "to", "network", "count", "bytes", "ms", "ms each"], rows, 4)
+
+
+def _network_line(document: dict) -> str | None:
+    network = document["transfers"]["network"]
+    if not network["count"]:
+        return None
+    return (f"network (between tasks), per step: {network['count']:g} transfer(s), "
+            f"{format_bytes(network['bytes'])}, {network['time_ms']:.3f} ms of transfer latency (summed)")
+
+
 def render(document: dict, top: int) -> None:
     """The human-readable profile (stdout, or stderr when --json has stdout)."""
     times = document["step_time_ms"]
@@ -175,8 +196,11 @@ def render(document: dict, top: int) -> None:
     if document["loop_iterations"]:
         tables.append(_table("loop iterations", ["frame", "iterations"],
                              [[frame, count] for frame, count in document["loop_iterations"].items()]))
-    path_table = _critical_path_table(document, top)
-    if path_table is not None:
-        tables.append(path_table)
+    for table in (_transfer_table(document, top), _critical_path_table(document, top)):
+        if table is not None:
+            tables.append(table)
     for table in tables:
         show(console, "", table)
+    network = _network_line(document)
+    if network is not None:
+        show(console, "", network)

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from graphtool.exec.session import Session
-from graphtool.exec.step_stats import DeviceStats, NodeExecution, StepStats
+from graphtool.exec.step_stats import DeviceStats, NodeExecution, StepStats, TensorInfo, transfers
 from graphtool.placement import place
 from graphtool.placement.cost_model import CostModel
 from graphtool.profiling import (PROFILE_SCHEMA, cost_model, critical_path, median_step, profile_report,
@@ -83,6 +83,18 @@ def test_a_recv_counts_only_from_when_its_value_was_sent():
     assert path.length_ns == 25 == stats.wall_ns
 
 
+def test_a_recv_waiting_before_its_send_began_does_not_start_a_chain():
+    # On a cluster the receiving task can begin the step (and wait) before the sending task has
+    # begun: that wait is not the Recv's work; the chain that produced the value is the path.
+    key = (CPU0, CPU1, "edge_x", ())
+    stats = step(node("x", 5, 10), node("send", 10, 11, ["x"], op="_Send", rendezvous=key),
+                 node("recv", 0, 15, [], device=CPU1, op="_Recv", rendezvous=key),
+                 node("y", 15, 25, ["recv"], device=CPU1))
+    path = critical_path(stats)
+    assert path.names == ["x", "send", "recv", "y"]
+    assert [s.contribution_ns for s in path.steps] == [5, 1, 4, 10]
+
+
 def test_an_empty_step_has_an_empty_critical_path():
     path = critical_path(StepStats(origin_ns=0))
     assert path.steps == [] and path.length_ns == 0 and path.fraction_of_step == 0.0
@@ -93,7 +105,9 @@ def test_an_empty_step_has_an_empty_critical_path():
 def assert_consistent(stats: StepStats) -> None:
     path = critical_path(stats)
     assert path.steps, "a step that ran nodes has a critical path"
-    longest = max(n.duration_ns for n in stats.nodes)
+    # Any execution alone is a chain; a _Recv's alone counts from when its _Send began.
+    sent_at = {id(t.recv): t.send.start_ns for t in transfers(stats)}
+    longest = max(n.end_ns - max(n.start_ns, sent_at.get(id(n), n.start_ns)) for n in stats.nodes)
     assert longest <= path.length_ns <= stats.wall_ns
     for before, after in zip(path.steps, path.steps[1:]):
         fed = before.execution.name in after.execution.input_node_names() or (
@@ -135,6 +149,32 @@ def test_the_median_step_stands_for_the_run():
     steps = [step(node("a", 0, wall)) for wall in (50, 10, 30)]
     assert median_step(steps).wall_ns == 30
     assert median_step([]) is None
+
+
+def test_transfers_are_summed_per_edge_and_the_edges_between_tasks_are_the_network():
+    worker = "/job:worker/replica:0/task:{}/device:CPU:0".format
+    loop_key = [(worker(0), worker(1), "edge_h", (("loop", i),)) for i in range(2)]
+    local_key = (CPU0, CPU1, "edge_x", ())
+    four = (TensorInfo("float32", (4,), 16),)
+
+    def one_step(delay):
+        # A loop's value crosses tasks twice (iterations 0 and 1); x crosses two local devices once.
+        return step(node("h", 0, 10, device=worker(0)),
+                    node("send_h", 10, 11, ["h"], device=worker(0), op="_Send", rendezvous=loop_key[0]),
+                    node("recv_h", 0, 20 + delay, device=worker(1), op="_Recv", outputs=four, rendezvous=loop_key[0]),
+                    node("send_h", 30, 31, ["h"], device=worker(0), op="_Send", rendezvous=loop_key[1]),
+                    node("recv_h", 25, 40 + delay, device=worker(1), op="_Recv", outputs=four, rendezvous=loop_key[1]),
+                    node("x", 0, 1), node("send_x", 1, 2, ["x:1"], op="_Send", rendezvous=local_key),
+                    node("recv_x", 0, 5, device=CPU1, op="_Recv", outputs=four, rendezvous=local_key))
+    summary = summarize([one_step(0), one_step(4)])
+    edges = [(e.tensor, e.across_tasks, e.count, e.bytes, e.time_ns, e.latency_ns) for e in summary.edges]
+    # Per step: (20 - 10) + (40 - 30) ns, then (24 - 10) + (44 - 30): 24 on average, 12 per transfer.
+    assert edges == [("h:0", True, 2, 32, 24, 12), ("x:1", False, 1, 16, 4, 4)]
+    assert (summary.network.count, summary.network.bytes, summary.network.time_ns) == (2, 32, 24)
+    report = profile_report(summary, graph="g", repeat=2, warmup=0)["transfers"]
+    assert report["edges"][0] == {"tensor": "h:0", "from": worker(0), "to": worker(1), "across_tasks": True,
+                                  "count": 2, "bytes": 32, "time_ms": 24e-6, "latency_ms": 12e-6}
+    assert report["network"] == {"count": 2, "bytes": 32, "time_ms": 24e-6}
 
 
 def test_profiling_a_session_gives_a_versioned_json_report():

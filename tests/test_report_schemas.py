@@ -104,6 +104,9 @@ CASES = {
     "profile-loops": ("profile", lambda tmp: ["profile", *sample("while_loop"), "--repeat", "2", "--warmup", "0",
                                               "--cost-model-out", tmp / "costs.json"], 0,
                       lambda report: report["critical_path"]["nodes"] and report["loop_iterations"]),
+    "profile-transfers": ("profile", lambda tmp: ["profile", *sample("model_parallel_rnn"), "--repeat", "1",
+                                                  "--warmup", "0", "--cost-model-out", tmp / "costs.json"], 0,
+                          lambda report: any(e["count"] > 1 for e in report["transfers"]["edges"])),
 }
 
 

@@ -10,8 +10,9 @@ import pytest
 
 from graphtool.errors import UsageError
 from graphtool.exec.session import Session
-from graphtool.exec.step_stats import DeviceStats, NodeExecution, StepStats
+from graphtool.exec.step_stats import DeviceStats, NodeExecution, StepStats, TensorInfo
 from graphtool.exec.trace import MEMORY_COUNTER, chrome_trace, write_trace
+from graphtool.placement.device_names import short_device_name
 from tests.exec.test_step_stats import mlp, sample
 from tests.helpers import while_loop_graph
 from tests.trace_format import enclosing_slice, validate_trace
@@ -42,7 +43,7 @@ def test_the_trace_of_an_mlp_step_is_valid_and_shows_every_execution():
     probs = next(e for e in events if e["name"] == "probs")
     assert probs["cat"] == "Softmax" and probs["args"]["inputs"] == ["add2"]
     assert probs["args"]["outputs"] == ["float32[8,10]"] and probs["args"]["output_bytes"] == 320
-    assert metadata(document, "process_name") == {1: next(iter(stats.devices))}
+    assert metadata(document, "process_name") == {1: short_device_name(next(iter(stats.devices)))} == {1: "cpu:0"}
     assert metadata(document, "thread_name")[(1, 1)] == "scheduler"
     counters = [e for e in document["traceEvents"] if e["ph"] == "C"]
     (device,) = stats.devices.values()
@@ -68,7 +69,7 @@ def test_a_multi_device_trace_has_a_process_per_device_and_flows_from_send_to_re
     document = chrome_trace(stats)
     assert validate_trace(document) == []
     processes = metadata(document, "process_name")
-    assert sorted(processes.values()) == sorted(stats.devices)
+    assert sorted(processes.values()) == sorted(short_device_name(d) for d in stats.devices)
     events = document["traceEvents"]
     assert len(complete_events(document)) == stats.nodes_executed
     flows = {}
@@ -82,8 +83,16 @@ def test_a_multi_device_trace_has_a_process_per_device_and_flows_from_send_to_re
         assert (send["cat"], recv["cat"]) == ("_Send", "_Recv")
         assert send["args"]["rendezvous"] == recv["args"]["rendezvous"]
         assert send["pid"] != recv["pid"]
-        assert processes[send["pid"]] in send["args"]["rendezvous"].split(";")[0]
+        assert processes[send["pid"]] == short_device_name(send["args"]["rendezvous"].split(";")[0])
         assert metadata(document, "thread_name")[(recv["pid"], recv["tid"])] == "rendezvous"
+        # The arrow and the Recv say what moved: the bytes the Recv got, how long since the Send began.
+        assert pair["s"]["args"] == pair["f"]["args"] == recv["args"]["transfer"]
+        assert pair["s"]["cat"] == "rendezvous"   # one process: no network
+        moved = recv["args"]["transfer"]
+        assert moved["bytes"] == recv["args"]["output_bytes"] > 0
+        assert moved["latency_us"] == pytest.approx(recv["ts"] + recv["dur"] - send["ts"], abs=0.01)
+        assert moved["latency_us"] >= 0 and moved["from"] == processes[send["pid"]]
+        assert moved["to"] == processes[recv["pid"]] and moved["tensor"] == send["args"]["inputs"][0] + ":0"
 
 
 def test_overlapping_executions_of_one_lane_get_tracks_of_their_own():
@@ -132,3 +141,22 @@ def test_write_trace_gzips_when_the_name_asks_and_writes_atomically(tmp_path: Pa
     with pytest.raises(UsageError, match="does not exist"):
         write_trace(stats, str(tmp_path / "missing" / "step.json"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step.json", "step.json.gz"]
+
+
+def test_cluster_devices_are_processes_in_task_order_and_transfers_between_tasks_are_network_flows():
+    task = "/job:worker/replica:0/task:{}/device:CPU:0".format
+    key = (task(10), task(2), "edge_y", ())
+    value = (TensorInfo("float32", (4,), 16),)
+    stats = StepStats(origin_ns=0)
+    for execution in (NodeExecution("y", "Relu", task(10), 0, 10),
+                      NodeExecution("send", "_Send", task(10), 10, 12, inputs=("y",), rendezvous=key),
+                      NodeExecution("recv", "_Recv", task(2), 5, 40, lane="rendezvous", outputs=value, rendezvous=key)):
+        stats.device(execution.device).absorb(DeviceStats(execution.device, [execution]))
+    document = chrome_trace(stats)
+    assert validate_trace(document) == []
+    assert [e["args"]["name"] for e in document["traceEvents"] if e["name"] == "process_name"] == \
+        ["worker:2/cpu:0", "worker:10/cpu:0"]
+    start, finish = [e for e in document["traceEvents"] if e["ph"] in "sf"]
+    assert start["cat"] == finish["cat"] == "network"
+    assert start["args"] == {"tensor": "y:0", "from": "worker:10/cpu:0", "to": "worker:2/cpu:0", "bytes": 16,
+                             "latency_us": 0.03}

@@ -46,9 +46,12 @@ writes against those schemas.
 Two other files dftool writes are JSON too: the measured cost model (`profile
 --cost-model-out`, read by `place --cost-model`; [below](#cost-model)) and the timeline of
 `run --trace` / `profile --trace`, in the Chrome trace event format that chrome://tracing and
-Perfetto open (one process per device, one track per thread, an "X" event per node execution
-with its op, inputs, frame and iteration in `args`, flow arrows from each `_Send` to its
-`_Recv`, a memory counter per device; `otherData` carries `schema: "dftool.trace/1"`,
+Perfetto open (one process per device, named short: `cpu:0`, or `worker:1/cpu:0` for a
+device of a cluster task; one track per thread, an "X" event per node execution with its op,
+inputs, frame and iteration in `args`, flow arrows from each `_Send` to its `_Recv` whose `args`
+(and the `_Recv`'s, under `transfer`) give `tensor`, `from`, `to`, `bytes` and `latency_us`,
+from the Send's start to the Recv's end, category `network` between tasks and `rendezvous`
+within one; a memory counter per device; `otherData` carries `schema: "dftool.trace/1"`,
 `wall_time_us`, `nodes_executed`, `loop_iterations` and `graph`).
 """
 

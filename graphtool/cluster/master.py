@@ -31,6 +31,8 @@ from ..errors import DftoolError, InvalidGraphError, RuntimeFailure, UsageError
 from ..exec.executor import StepStats
 from ..exec.multi_device import Moved, has_transfers, split_per_device
 from ..exec.step_errors import StepTimeout
+from ..exec.step_stats import StepStats as TracedStep  # what a traced step recorded (not the executor's tally)
+from ..exec.step_stats import perf_clock_id
 from ..ir import Graph, Node, TensorRef
 from ..placement.cost_model import CostModel, Link
 from ..placement.device_names import DEFAULT_JOB, parse_device_name
@@ -44,6 +46,7 @@ PING_TIMEOUT_S = 2.5        # a task that has not answered a ping for this long 
 PROGRESS_WAIT_S = 0.5       # how long an error message waits to learn what the others awaited
 ABORT_GRACE_S = 3.0         # how long the other tasks get to stop after an abort
 TIMEOUT_GRACE_S = 2.0       # a worker's own timeout fires first and says what was running
+SAME_CLOCK_TOLERANCE_NS = 1_000_000_000   # see _clock_offset
 
 
 class Cluster:
@@ -490,11 +493,9 @@ def _session_key(session) -> str:
     return key
 
 
-def _merge_remote_stats(stats: StepStats, remote: dict) -> None:
-    """Fold a worker's device stats into the master's, on the master's clock. Workers on other
-    machines do not share this process's perf counter: origins are matched by wall clock."""
-    master_origin_wall_ns = time.time_ns() - (time.perf_counter_ns() - stats.origin_ns)
-    offset = remote["origin_wall_ns"] - master_origin_wall_ns
+def _merge_remote_stats(stats: TracedStep, remote: dict) -> None:
+    """Fold a worker's device stats into the master's, on the master's clock."""
+    offset = _clock_offset(stats, remote)
     for device_stats in remote["devices"]:
         shifted = device_stats.shifted(offset)
         if device_stats.device in stats.devices:
@@ -502,6 +503,22 @@ def _merge_remote_stats(stats: StepStats, remote: dict) -> None:
         else:
             stats.devices[device_stats.device] = shifted
     stats.wall_ns = max(stats.wall_ns, remote["wall_ns"] + offset)
+
+
+def _clock_offset(stats: TracedStep, remote: dict) -> int:
+    """Nanoseconds to add to a worker's step times to put them on the master's clock. A worker
+    on this machine reads the same perf counter (same perf_clock_id): the two origins compare
+    exactly, so a _Recv never seems to end before its _Send began. Workers elsewhere are
+    matched by wall clock (as good as the machines' clocks agree). A same-clock offset far from
+    the wall-clock one means the ids lied (a clock namespace): the wall clock wins."""
+    master_origin_wall_ns = time.time_ns() - (time.perf_counter_ns() - stats.origin_ns)
+    by_wall = remote["origin_wall_ns"] - master_origin_wall_ns
+    clock = remote.get("clock")
+    if clock is not None and clock == perf_clock_id() and "origin_ns" in remote:
+        by_perf = remote["origin_ns"] - stats.origin_ns
+        if abs(by_perf - by_wall) < SAME_CLOCK_TOLERANCE_NS:
+            return by_perf
+    return by_wall
 
 
 def measure_network(engine: RayCluster, rounds: int = 5) -> Link:

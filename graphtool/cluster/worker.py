@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 from collections import OrderedDict, deque
+from dataclasses import replace
 from typing import Protocol
 
 from .. import errors
@@ -27,7 +28,7 @@ from ..exec.executor import Executor
 from ..exec.multi_device import DevicePart, MultiDeviceExecutor, local_device
 from ..exec.plan import compile_plan
 from ..exec.resources import SessionResources, StepResources
-from ..exec.step_stats import DeviceStats, StepStats
+from ..exec.step_stats import DeviceStats, StepStats, perf_clock_id
 from ..placement.device_names import parse_device_name
 from .remote_rendezvous import RemoteRendezvous
 from .spec import TaskSpec
@@ -159,9 +160,13 @@ class WorkerService:
                   "received": rendezvous.received_remote}
         if stats is not None:
             stats.stop()
+            # The executors here record under this process's local device names; the master
+            # wants the cluster's (`/job:worker/.../task:1/device:CPU:0`).
+            cluster_name = {part.device.name: part.name for part in signature.executor.parts}
             result["stats"] = {"origin_wall_ns": origin_wall_ns, "wall_ns": stats.wall_ns,
-                               "devices": [_portable(d) for d in stats.devices.values()],
-                               "origin_ns": stats.origin_ns}
+                               "devices": [_portable(d, cluster_name.get(d.device, d.device))
+                                           for d in stats.devices.values()],
+                               "origin_ns": stats.origin_ns, "clock": perf_clock_id()}
         return result
 
     def deliver(self, fingerprint: str, step_id: str, key: tuple, value, is_dead: bool) -> None:
@@ -221,9 +226,11 @@ class WorkerService:
         self._signatures.clear()
 
 
-def _portable(device: DeviceStats) -> DeviceStats:
-    """A DeviceStats without pending recordings (those hold closures, which do not pickle)."""
-    return DeviceStats(device.device, device.nodes, device.memory, device.iterations, device.lanes)
+def _portable(device: DeviceStats, name: str) -> DeviceStats:
+    """A DeviceStats named `name`, without pending recordings (those hold closures, which do
+    not pickle)."""
+    nodes = [replace(n, device=name) for n in device.nodes]
+    return DeviceStats(name, nodes, device.memory, device.iterations, device.lanes)
 
 
 def _error_result(exc: BaseException, origin) -> dict:

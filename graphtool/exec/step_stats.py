@@ -13,7 +13,12 @@ trace (trace.py); `dftool profile` into tables, a critical path and a measured c
 
 Times are integer nanoseconds of `time.perf_counter_ns()` relative to `StepStats.origin_ns`. The
 clock is process-wide, so executions on different devices (executors on other threads) share it;
-`StepStats.merge` re-bases stats recorded against another origin.
+`StepStats.merge` re-bases stats recorded against another origin. Stats a cluster's workers
+recorded in their own processes are re-based by the master; processes with the same
+`perf_clock_id` read the same clock (one machine), others are matched by wall clock.
+
+`transfers(stats)` lists the values the rendezvous moved (a _Send and the _Recv that got its
+value), with their bytes and latency: the flows of a trace, the edge table of a profile.
 
 Memory (see step_recorder.py for how it is watched) counts the buffers behind node outputs: a buffer is
 allocated when the first output backed by it is produced and released when the last reference to
@@ -22,10 +27,15 @@ it goes away (the executor drops input slots as soon as their consumer runs). A 
 """
 from __future__ import annotations
 
+import functools
+import socket
 import threading
 import time
 from dataclasses import dataclass, replace
 from typing import Callable, NamedTuple
+
+from ..errors import DftoolError
+from ..placement.device_names import parse_device_name
 
 SEND_OPS = frozenset({"_Send", "_HostSend"})
 RECV_OPS = frozenset({"_Recv", "_HostRecv"})
@@ -253,3 +263,66 @@ def transfer_pairs(stats: StepStats) -> list[tuple[NodeExecution, NodeExecution]
         receivers = sorted(recvs.get(key, ()), key=lambda n: n.end_ns)
         pairs.extend(zip(senders, receivers))
     return pairs
+
+
+class Transfer(NamedTuple):
+    """One value moved by the rendezvous: its _Send and _Recv executions, the tensor the Send
+    was given (`y:0`; a Cast's output when --compress narrowed it), the bytes the Recv
+    received (0 for a dead value) and the latency from the Send's start to the Recv's end (what
+    moving it cost the step; a Recv that began after the value arrived counts the time the value
+    waited for it too)."""
+
+    send: NodeExecution
+    recv: NodeExecution
+    tensor: str
+    bytes: int
+    latency_ns: int
+
+    @property
+    def send_device(self) -> str:
+        return self.send.rendezvous[0] if self.send.rendezvous else self.send.device
+
+    @property
+    def recv_device(self) -> str:
+        return self.recv.rendezvous[1] if self.recv.rendezvous else self.recv.device
+
+    @property
+    def across_tasks(self) -> bool:
+        """Whether the value went from one task to another (over the network on a cluster)."""
+        return _task_of(self.send_device) != _task_of(self.recv_device)
+
+
+def _task_of(device: str) -> tuple:
+    """(job, replica, task) of a device name; a name that does not parse is its own task."""
+    try:
+        parsed = parse_device_name(device).completed()
+    except DftoolError:
+        return (device,)
+    return (parsed.job, parsed.replica, parsed.task)
+
+
+def transfers(stats: StepStats) -> list[Transfer]:
+    """Every transfer of the step (see transfer_pairs), in order of the Send's start."""
+    found = []
+    for send, recv in transfer_pairs(stats):
+        data_inputs = [text for text in send.inputs if not text.startswith("^")]
+        tensor = data_inputs[0] if data_inputs else send.name
+        if ":" not in tensor:
+            tensor += ":0"
+        size = 0 if recv.dead else recv.output_bytes
+        found.append(Transfer(send, recv, tensor, size, recv.end_ns - send.start_ns))
+    found.sort(key=lambda t: (t.send.start_ns, t.recv.end_ns))
+    return found
+
+
+@functools.cache
+def perf_clock_id() -> str | None:
+    """Which `perf_counter_ns` clock this process reads: processes that return the same id
+    read the same clock (Linux: CLOCK_MONOTONIC, one per booted kernel), so their step times
+    can be compared directly. None where that cannot be told (another OS)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as file:
+            boot = file.read().strip()
+    except OSError:
+        return None
+    return f"{socket.gethostname()}/{boot}" if boot else None

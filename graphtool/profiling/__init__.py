@@ -1,10 +1,11 @@
 """Profiling from step statistics: summaries over several steps, the critical path, the
-`dftool profile` report and the measured cost model (see graphtool/exec/step_stats.py for what
+`dftool profile` report, transfers per edge and the measured cost model (see graphtool/exec/step_stats.py for what
 a step records)."""
 from .critical_path import CriticalPath, PathStep, critical_path
 from .report import COST_MODEL_SCHEMA, PROFILE_SCHEMA, cost_model, profile_report, profile_steps
 from .summary import NodeRow, OpRow, ProfileSummary, median_step, summarize
+from .transfers import EdgeRow, TransferTotals, edge_rows, network_totals
 
-__all__ = ["COST_MODEL_SCHEMA", "PROFILE_SCHEMA", "CriticalPath", "NodeRow", "OpRow", "PathStep",
-           "ProfileSummary", "cost_model", "critical_path", "median_step", "profile_report",
-           "profile_steps", "summarize"]
+__all__ = ["COST_MODEL_SCHEMA", "PROFILE_SCHEMA", "CriticalPath", "EdgeRow", "NodeRow", "OpRow", "PathStep",
+           "ProfileSummary", "TransferTotals", "cost_model", "critical_path", "edge_rows", "median_step",
+           "network_totals", "profile_report", "profile_steps", "summarize"]

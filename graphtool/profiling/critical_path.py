@@ -9,11 +9,13 @@ input (data and control edges):
 - otherwise the producer's latest execution that ended before this one started: what reaches a
   Merge from the previous iteration's NextIteration, an Exit's value in the parent frame, a loop
   constant from its Enter;
-- for a _Recv, also the _Send whose value it received (through the rendezvous, on another device).
+- for a _Recv, also the _Send whose value it received (through the rendezvous, on another device,
+  possibly in another task's process: a cluster's workers' times are on the master's clock).
 
 A node's contribution to a chain is the time from when its predecessor ended (or it started, if
-later) to its own end: a _Recv that waited for its value counts only after the value was sent, so
-the chain never counts one moment twice and its length is at most the step's wall time. The
+later) to its own end: a _Recv that waited for its value counts only after the value was sent
+(and never from before its _Send began, even where it starts a chain), so the chain never counts
+one moment twice and its length is at most the step's wall time. The
 critical path is the chain with the largest total, ending wherever it ends; where two inputs give
 the same total, the one whose producer finished last wins. It bounds the step from below: with
 unlimited threads, the step could not finish faster.
@@ -60,7 +62,7 @@ def critical_path(stats: StepStats) -> CriticalPath:
     feeders = _Feeders(stats)
     best: dict[int, tuple[int, NodeExecution | None]] = {}   # id(execution) -> (chain length, predecessor)
     for execution in order:
-        chosen: tuple[int, int, NodeExecution | None] = (execution.duration_ns, -1, None)
+        chosen: tuple[int, int, NodeExecution | None] = (_own_time(execution, feeders.sender(execution)), -1, None)
         for producer in feeders.of(execution):
             if id(producer) not in best:
                 continue
@@ -73,6 +75,16 @@ def critical_path(stats: StepStats) -> CriticalPath:
         return CriticalPath([], stats.wall_ns)
     last = max(order, key=lambda e: (best[id(e)][0], e.end_ns))
     return CriticalPath(_walk_back(last, best), stats.wall_ns)
+
+
+def _own_time(execution: NodeExecution, sender: NodeExecution | None) -> int:
+    """What an execution counts when it starts a chain: its duration, except that a _Recv's
+    wait before its value was even being sent is not its own (on a cluster, a task can start
+    waiting before the sending task has begun the step): through its _Send, the chain that
+    produced the value counts that time."""
+    if sender is None:
+        return execution.duration_ns
+    return max(0, execution.end_ns - max(execution.start_ns, sender.start_ns))
 
 
 def _topological(stats: StepStats) -> list[NodeExecution]:
@@ -124,6 +136,10 @@ class _Feeders:
         if sender is not None:
             found.append(sender)
         return found
+
+    def sender(self, execution: NodeExecution) -> NodeExecution | None:
+        """The _Send whose value a _Recv execution received (None for any other execution)."""
+        return self._sender.get(id(execution))
 
     def _producer(self, execution: NodeExecution, name: str) -> NodeExecution | None:
         same = self._in_context.get((execution.device, name, execution.frame_id, execution.iteration))

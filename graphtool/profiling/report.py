@@ -1,5 +1,5 @@
 """Profiling a session (N traced steps after warm-up) and the documents made from the result:
-the `--report` JSON ("dftool.profile/1") and the measured cost model (`--cost-model-out`).
+the `--report` JSON ("dftool.profile/2") and the measured cost model (`--cost-model-out`).
 
 The report schema is versioned: fields are only ever added within "dftool.profile/2"; a change
 to the meaning or type of a field bumps the version (docs/schemas/profile.schema.json). Times are
@@ -70,6 +70,17 @@ def profile_report(summary: ProfileSummary, *, graph: str, repeat: int, warmup: 
         "top_by_memory": [row.name for row in summary.top_nodes_by_memory(top)],
         "memory": {"peak_bytes": summary.peak_bytes},
         "critical_path": _critical_path_entry(summary),
+        "transfers": _transfers_entry(summary),
+    }
+
+
+def _transfers_entry(summary: ProfileSummary) -> dict:
+    network = summary.network
+    return {
+        "edges": [{"tensor": row.tensor, "from": row.send_device, "to": row.recv_device,
+                   "across_tasks": row.across_tasks, "count": _count(row.count), "bytes": _count(row.bytes),
+                   "time_ms": _ms(row.time_ns), "latency_ms": _ms(row.latency_ns)} for row in summary.edges],
+        "network": {"count": _count(network.count), "bytes": _count(network.bytes), "time_ms": _ms(network.time_ns)},
     }
 
 

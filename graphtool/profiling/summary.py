@@ -7,7 +7,8 @@ thread pool it can exceed the wall time). Per op or node, `allocated_bytes` are 
 buffers it brought into use per step ("memory" in the tables; outputs that only alias an input,
 such as Identity's or Switch's, allocate nothing), and `output_bytes` those of every output it
 produced, aliases included, as TensorFlow's benchmark_model reports them. Peak memory is the most
-bytes in use at once on a device (step_stats.py says what counts).
+bytes in use at once on a device (step_stats.py says what counts). Transfers between devices
+and tasks are summed per edge by transfers.py.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..exec.step_stats import StepStats
 from .critical_path import CriticalPath, critical_path
+from .transfers import EdgeRow, TransferTotals, edge_rows, network_totals
 
 
 @dataclass
@@ -82,6 +84,8 @@ class ProfileSummary:
     representative: StepStats | None
     critical_path: CriticalPath | None = None
     devices: list[str] = field(default_factory=list)
+    edges: list[EdgeRow] = field(default_factory=list)            # transfers per edge (transfers.py)
+    network: TransferTotals = field(default_factory=TransferTotals)  # ... over the edges between tasks
 
     def top_nodes_by_time(self, count: int) -> list[NodeRow]:
         return self.nodes[:count]
@@ -95,6 +99,7 @@ def summarize(steps: list[StepStats]) -> ProfileSummary:
     count = max(1, len(steps))
     nodes = _node_rows(steps, count)
     ops = _op_rows(nodes)
+    edges = edge_rows(steps)
     representative = median_step(steps)
     peaks: dict[str, int] = {}
     for step in steps:
@@ -105,7 +110,7 @@ def summarize(steps: list[StepStats]) -> ProfileSummary:
         peak_bytes=peaks, iterations=representative.iterations if representative else {},
         nodes_executed=sum(s.nodes_executed for s in steps) / count, representative=representative,
         critical_path=critical_path(representative) if representative else None,
-        devices=sorted({d for s in steps for d in s.devices}))
+        devices=sorted({d for s in steps for d in s.devices}), edges=edges, network=network_totals(edges))
 
 
 def median_step(steps: list[StepStats]) -> StepStats | None:
