@@ -280,8 +280,8 @@ class ClusterExecutor:
             self.cluster.register(self.registration)
         step_id = self.cluster.next_step_id()
         per_task: dict[str, tuple[dict, list, list]] = {task: ({}, [], []) for task in self.tasks}
-        for name, values in feeds.items():
-            per_task[self.node_task[name]][0][name] = tuple(None if v is None else np.asarray(v) for v in values)
+        for name, outputs in feeds.items():
+            per_task[self.node_task[name]][0][name] = tuple(None if v is None else np.asarray(v) for v in outputs)
         for position, (name, port) in enumerate(fetches):
             task_feeds, task_fetches, positions = per_task[self.node_task[name]]
             task_fetches.append((name, port))

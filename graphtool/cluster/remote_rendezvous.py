@@ -13,7 +13,7 @@ blocked on Recvs (`progress`) and the master decides.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Hashable
+from typing import Callable
 
 from ..exec.rendezvous import Rendezvous, describe_key
 
@@ -21,7 +21,7 @@ Forward = Callable[[tuple, object, bool], None]
 
 
 class RemoteRendezvous(Rendezvous):
-    def __init__(self, local_devices: list[str], participants: list[Hashable], forward: Forward):
+    def __init__(self, local_devices: list[str], participants: list, forward: Forward):
         super().__init__(participants=participants)
         self._local_devices = frozenset(local_devices)
         self._forward = forward

@@ -143,6 +143,9 @@ class WorkerService:
             return _error_result(RuntimeFailure(f"task {self.task.short_name}: signature {fingerprint[:12]} "
                                                 "was never registered here (the worker restarted?)"), None)
         rendezvous = self._rendezvous(fingerprint, step_id, signature)
+        if rendezvous is None:   # the master stopped this step before its call got here
+            return _error_result(RuntimeFailure(f"the step was stopped before it started on {self.task.short_name}"),
+                                 None)
         stats = StepStats() if trace else None
         origin_wall_ns = time.time_ns()
         try:
