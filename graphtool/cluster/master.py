@@ -75,6 +75,10 @@ class Cluster:
     def device_names(self) -> list[str]:
         return [device for task in self.engine.tasks for device in task.devices]
 
+    @property
+    def _device_set(self) -> frozenset[str]:
+        return frozenset(self.device_names)
+
     def placement_cost_model(self) -> CostModel:
         """The cost model placement uses: the given one (or the built-in) with the measured network."""
         model = self.cost_model or CostModel()
@@ -189,6 +193,9 @@ class Cluster:
                                  hint="run it without --cluster, or partition the unpartitioned graph "
                                       "with --cluster")
             placement: tuple[dict[str, str], list[Moved]] = ({n.name: n.device for n in graph.nodes}, [])
+        elif all(node.device in self._device_set for node in graph.nodes):
+            # Placed for this cluster already, every node on one of its devices (static placement).
+            placement = ({n.name: n.device for n in graph.nodes}, [])
         else:
             graph = graph.copy()
             for node in graph.nodes:   # this machine's devices mean "that kind of device, on any task"

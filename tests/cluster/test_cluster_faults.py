@@ -18,7 +18,7 @@ from .graphs import failing_on, ping_pong
 from .processes import Dftool, wait_gone
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
-STEP_RUNNING_S = 3.0     # the cluster is up (pids printed); the step is running this much later
+STEP_RUNNING_S = 2.0     # the cluster is up (pids printed); the step is running this much later
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +32,9 @@ def files(tmp_path_factory):
     return root
 
 
-def _long_step(files, *extra: str) -> Dftool:
+def _long_step(files, *extra: str, cluster: str = "local:2") -> Dftool:
     return Dftool("run", str(files / "ping_pong.pb"), "--feed", f"n={files / 'forever.npy'}",
-                  "--cluster", "local:2", "-v", *extra)
+                  "--cluster", cluster, "-v", *extra)
 
 
 def _assert_nothing_left(dftool: Dftool) -> None:
@@ -60,8 +60,8 @@ def test_a_worker_that_dies_mid_step_fails_the_step_within_5_s(files):
     _assert_nothing_left(dftool)
 
 
-def test_a_worker_that_stops_answering_fails_the_step_within_5_s(files):
-    dftool = _long_step(files)
+def test_a_worker_that_stops_answering_fails_the_step_within_5_s(files, join_spec):
+    dftool = _long_step(files, cluster=str(join_spec))
     try:
         tasks = dftool.tasks(2)
         time.sleep(STEP_RUNNING_S)
@@ -77,10 +77,11 @@ def test_a_worker_that_stops_answering_fails_the_step_within_5_s(files):
     assert exited < 5 + 5, f"exit took {exited:.1f} s (the cluster's shutdown included)"
     assert line.startswith("error: task worker:0 (Ray node ") and "health check" in line, line
     _assert_nothing_left(dftool)
+    assert not wait_gone({task["pid"] for task in tasks.values()}), "a worker of the run survived it"
 
 
-def test_a_kernel_error_on_a_worker_names_node_op_and_task(files):
-    dftool = Dftool("run", str(files / "failing.pb"), "--feed", f"x={files / 'nan.npy'}", "--cluster", "local:2")
+def test_a_kernel_error_on_a_worker_names_node_op_and_task(files, join_spec):
+    dftool = Dftool("run", str(files / "failing.pb"), "--feed", f"x={files / 'nan.npy'}", "--cluster", str(join_spec))
     try:
         code, _, line = dftool.finish(timeout=120)
     finally:
@@ -91,10 +92,10 @@ def test_a_kernel_error_on_a_worker_names_node_op_and_task(files):
     _assert_nothing_left(dftool)
 
 
-def test_the_timeout_holds_across_the_cluster(files):
-    dftool = _long_step(files, "--timeout", "4")
+def test_the_timeout_holds_across_the_cluster(files, join_spec):
+    dftool = _long_step(files, "--timeout", "4", cluster=str(join_spec))
     try:
-        dftool.tasks(2)
+        tasks = dftool.tasks(2)
         started = time.monotonic()
         code, _, line = dftool.finish(timeout=120)
         elapsed = time.monotonic() - started
@@ -103,6 +104,7 @@ def test_the_timeout_holds_across_the_cluster(files):
     assert code == 1 and "timed out after 4 s" in line, dftool.lines
     assert elapsed < 4 + 5 + 3
     _assert_nothing_left(dftool)
+    assert not wait_gone({task["pid"] for task in tasks.values()}), "a worker of the run survived it"
 
 
 def test_ctrl_c_stops_the_cluster_and_leaves_nothing_running(files):
@@ -118,11 +120,11 @@ def test_ctrl_c_stops_the_cluster_and_leaves_nothing_running(files):
     _assert_nothing_left(dftool)
 
 
-def test_cluster_and_run_reports_validate_against_their_schemas(files, tmp_path):
+def test_cluster_and_run_reports_validate_against_their_schemas(files, join_spec, tmp_path):
     """`dftool cluster local:2 --json` and `run --cluster local:2 --json` (the report's cluster part)."""
     from tests.test_report_schemas import validation_errors
 
-    listing = Dftool("cluster", "local:2", "--json")
+    listing = Dftool("cluster", str(join_spec), "--json")
     code, _, _ = listing.finish(timeout=120)
     report = json.loads(listing.process.stdout.read())
     assert code == 0 and validation_errors("cluster", report) == []
@@ -132,11 +134,11 @@ def test_cluster_and_run_reports_validate_against_their_schemas(files, tmp_path)
     from .graphs import big_crossing
 
     (tmp_path / "crossing.pb").write_bytes(to_graphdef(big_crossing(1 << 16)).SerializeToString())
-    run = Dftool("run", str(tmp_path / "crossing.pb"), "--feed", f"x={tmp_path / 'x.npy'}", "--cluster", "local:2",
-                 "--json")
+    run = Dftool("run", str(tmp_path / "crossing.pb"), "--feed", f"x={tmp_path / 'x.npy'}", "--cluster",
+                 str(join_spec), "--json")
     code, _, _ = run.finish(timeout=120)
     report = json.loads(run.process.stdout.read())
     assert code == 0 and validation_errors("run", report) == []
-    assert report["cluster"] == {"spec": "local:2", "tasks": 2, "nodes": 1, "transfer_bytes": 4 << 16}
+    assert report["cluster"] == {"spec": str(join_spec), "tasks": 2, "nodes": 1, "transfer_bytes": 4 << 16}
     assert report["devices"] == ["worker:0/cpu:0", "worker:1/cpu:0"]
     _assert_nothing_left(run)

@@ -30,13 +30,14 @@ def nodes(tmp_path_factory):
 
     loopback_only()
     root = tmp_path_factory.mktemp("multinode")
+    before = process_tree(os.getpid())   # (a cluster this process started earlier is not ours here)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     own = set()
     try:
         cluster.add_node(num_cpus=1)
         cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
-        own = process_tree(os.getpid()) - {os.getpid()}
+        own = process_tree(os.getpid()) - before
         node_ids = [cluster.head_node.node_id] + [n.node_id for n in cluster.worker_nodes]
         spec = {"address": cluster.address, "jobs": {"worker": [{"node": node_id} for node_id in node_ids]}}
         (root / "cluster.json").write_text(json.dumps(spec))
