@@ -181,7 +181,7 @@ class RayCluster:
                 ray.init(**options, **quiet)
             else:
                 try:
-                    ray.init(address=self.spec.address, runtime_env=_shipped_env(env), **quiet)
+                    ray.init(address=self.spec.address, runtime_env=env, **quiet)
                 except (ConnectionError, RuntimeError, ValueError) as exc:
                     raise DeviceUnavailable(f"cannot join the Ray cluster at {self.spec.address}: "
                                             f"{_first_line(exc)}",
@@ -204,12 +204,18 @@ class RayCluster:
 
         actor_class = ray.remote(WorkerActor)
         nodes = {n["NodeID"]: n for n in ray.nodes() if n.get("Alive")}
+        # Machines other than this one may lack dftool: then its code travels with the workers
+        # (shipping costs seconds per start, so not when every node is here).
+        ship = None if all(_is_this_machine(n.get("NodeManagerAddress", "")) for n in nodes.values()) \
+            else _shipped_env()
         for task in tasks:
             options: dict = dict(num_cpus=task.cpus, num_gpus=task.gpus, max_concurrency=MAX_CONCURRENT_CALLS,
                                  max_restarts=0)
             if task.node is not None:
                 node_id = _node_id(task, nodes)
                 options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
+            if ship is not None:
+                options["runtime_env"] = ship
             self._actors[task.name] = actor_class.options(**options).remote(task, self._threads)
         pending = {self._actors[t.name].info.remote(): t for t in tasks}
         ready, waiting = ray.wait(list(pending), num_returns=len(pending), timeout=START_TIMEOUT_S)
@@ -335,11 +341,23 @@ def _gpus_here() -> int:
         return 0
 
 
-def _shipped_env(env: dict) -> dict:
-    """Joined clusters may run on machines without dftool: ship the graphtool package along."""
+def _shipped_env() -> dict:
+    """Workers on machines without dftool get the graphtool package shipped along."""
     import graphtool
 
-    return {**env, "py_modules": [os.path.dirname(graphtool.__file__)]}
+    return {"py_modules": [os.path.dirname(graphtool.__file__)],
+            "env_vars": {"RAY_IGNORE_UNHANDLED_ERRORS": "1", "PYTHONWARNINGS": "ignore"}}
+
+
+def _is_this_machine(address: str) -> bool:
+    import socket
+
+    if address in ("127.0.0.1", "::1", "localhost", ""):
+        return True
+    try:
+        return address in socket.gethostbyname_ex(socket.gethostname())[2]
+    except OSError:
+        return False
 
 
 def _death_reason(exc: BaseException) -> str:
