@@ -41,6 +41,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from graphtool.builder import GraphBuilder  # noqa: E402
+from graphtool.cluster import open_cluster  # noqa: E402
 from graphtool.exec.session import Session  # noqa: E402
 from sample_graphs.model_parallel import local_cpu, stacked_rnn  # noqa: E402
 from tests.bench.timing import interleaved, ratio, timed  # noqa: E402
@@ -77,57 +78,52 @@ def two_chains(length: int):
     return b.graph, feeds, ["chain0/out", "chain1/out"]
 
 
-def bench_chains(args, rows: list) -> None:
-    from graphtool.cluster import open_cluster
-
-    graph, feeds, fetches = two_chains(args.chain_length)
-    tiny, tiny_feeds, _ = two_chains(2)
-    one_process = Session(cleared(graph))
-    with open_cluster("local:2") as cluster:
+def bench_chains(args, cluster, rows: list) -> None:
+    print("1. two chains of tiny scalar ops, chain k on worker task k of local:2, vs one process "
+          "(medians of interleaved rounds)")
+    print(f"  {'nodes per chain':>15} {'one process ms':>15} {'local:2 ms':>11} {'speed-up':>9} "
+          f"{'cluster step overhead ms':>25}")
+    tiny, tiny_feeds, tiny_fetches = two_chains(2)
+    overhead = Session(tiny, cluster=cluster)
+    for length in args.chain_length:
+        graph, feeds, fetches = two_chains(length)
+        one_process = Session(cleared(graph))
         on_cluster = Session(graph, cluster=cluster)
-        overhead = Session(tiny, cluster=cluster)
         local_values = one_process.run(fetches, feeds).values
         assert all(np.array_equal(a, b) for a, b in zip(on_cluster.run(fetches, feeds).values, local_values))
         times = interleaved({"one process": timed(lambda: one_process.run(fetches, feeds)),
                              "local:2": timed(lambda: on_cluster.run(fetches, feeds)),
-                             "overhead": timed(lambda: overhead.run(fetches, tiny_feeds))}, args.rounds)
-    print(f"1. two chains of {args.chain_length} tiny scalar ops, chain k on worker task k "
-          f"(medians of interleaved rounds)")
-    print(f"  {'run':44} {'step ms':>9} {'speed-up':>9}")
-    for label, key in (("one process (one executor)", "one process"), ("local:2, one chain per task", "local:2"),
-                       ("cluster step overhead (2-node chains, local:2)", "overhead")):
-        speed = ratio(times["one process"], times[key]) if key != "overhead" else ""
-        print(f"  {label:44} {times[key] * 1e3:9.2f} {speed:>9}")
-        rows.append({"section": "chains", "run": key, "step_ms": times[key] * 1e3})
-    rows.append({"section": "chains", "run": "speed-up", "ratio": times["one process"] / times["local:2"]})
+                             "overhead": timed(lambda: overhead.run(tiny_fetches, tiny_feeds))}, args.rounds)
+        print(f"  {length:15d} {times['one process'] * 1e3:15.2f} {times['local:2'] * 1e3:11.2f} "
+              f"{ratio(times['one process'], times['local:2']):>9} {times['overhead'] * 1e3:25.2f}")
+        rows.append({"section": "chains", "nodes_per_chain": length, "one_process_ms": times["one process"] * 1e3,
+                     "cluster_ms": times["local:2"] * 1e3, "overhead_ms": times["overhead"] * 1e3,
+                     "speed_up": times["one process"] / times["local:2"]})
 
 
 # --- 2. the model-parallel RNN over 4 processes -------------------------------------------------
-def bench_rnn(args, rows: list) -> None:
-    from graphtool.cluster import open_cluster
-
+def bench_rnn(args, cluster, rows: list) -> None:
     sizes = dict(hidden=args.hidden, batch=args.batch, steps=args.steps)
     cluster_devices = [worker_cpu(k // 2) for k in range(8)]
     print(f"2. 8-layer tanh RNN, hidden {args.hidden}, batch {args.batch}, {args.steps} time steps: "
           f"layers 2k, 2k+1 on worker task k (local:4) vs one process (8 devices)")
     print(f"  {'parallel_iterations':>19} {'one process ms':>15} {'local:4 ms':>11} {'local:4 speed-up':>17}")
-    with open_cluster("local:4") as cluster:
-        for parallel_iterations in PARALLEL_ITERATIONS:
-            builder, feeds = stacked_rnn(np.random.default_rng(0), layers=8, parallel_iterations=parallel_iterations,
-                                         devices=[local_cpu(k) for k in range(8)], **sizes)
-            one_process = Session(builder.graph, threads=1)
-            builder, _ = stacked_rnn(np.random.default_rng(0), layers=8, parallel_iterations=parallel_iterations,
-                                     devices=cluster_devices, **sizes)
-            on_cluster = Session(builder.graph, cluster=cluster)
-            local_values = one_process.run(RNN_FETCHES, feeds).values
-            # The same kernels on the same inputs, whatever process runs them: exactly equal.
-            assert all(np.array_equal(a, b) for a, b in zip(on_cluster.run(RNN_FETCHES, feeds).values, local_values))
-            times = interleaved({"one process": timed(lambda: one_process.run(RNN_FETCHES, feeds)),
-                                 "local:4": timed(lambda: on_cluster.run(RNN_FETCHES, feeds))}, args.rounds)
-            print(f"  {parallel_iterations:19d} {times['one process'] * 1e3:15.1f} {times['local:4'] * 1e3:11.1f} "
-                  f"{ratio(times['one process'], times['local:4']):>17}")
-            rows.append({"section": "rnn", "parallel_iterations": parallel_iterations,
-                         "one_process_ms": times["one process"] * 1e3, "cluster_ms": times["local:4"] * 1e3})
+    for parallel_iterations in PARALLEL_ITERATIONS:
+        builder, feeds = stacked_rnn(np.random.default_rng(0), layers=8, parallel_iterations=parallel_iterations,
+                                     devices=[local_cpu(k) for k in range(8)], **sizes)
+        one_process = Session(builder.graph, threads=1)
+        builder, _ = stacked_rnn(np.random.default_rng(0), layers=8, parallel_iterations=parallel_iterations,
+                                 devices=cluster_devices, **sizes)
+        on_cluster = Session(builder.graph, cluster=cluster)
+        local_values = one_process.run(RNN_FETCHES, feeds).values
+        # The same kernels on the same inputs, whatever process runs them: exactly equal.
+        assert all(np.array_equal(a, b) for a, b in zip(on_cluster.run(RNN_FETCHES, feeds).values, local_values))
+        times = interleaved({"one process": timed(lambda: one_process.run(RNN_FETCHES, feeds)),
+                             "local:4": timed(lambda: on_cluster.run(RNN_FETCHES, feeds))}, args.rounds)
+        print(f"  {parallel_iterations:19d} {times['one process'] * 1e3:15.1f} {times['local:4'] * 1e3:11.1f} "
+              f"{ratio(times['one process'], times['local:4']):>17}")
+        rows.append({"section": "rnn", "parallel_iterations": parallel_iterations,
+                     "one_process_ms": times["one process"] * 1e3, "cluster_ms": times["local:4"] * 1e3})
 
 
 # --- 3. transfers vs raw Ray ------------------------------------------------------------------------
@@ -185,34 +181,31 @@ def big_transfer_graph(count: int, remote: bool):
     return b.graph, {}, ["shape"] + ([] if remote else ["task1_own"])
 
 
-def bench_transfer(args, rows: list) -> None:
+def bench_transfer(args, cluster, rows: list) -> None:
     import ray
 
-    from graphtool.cluster import open_cluster
-
     count = int(args.megabytes * (1 << 20)) // 4
-    with open_cluster("local:2") as cluster:
-        sessions = {}
-        for name, (graph, feeds, fetches) in {
-                "round trip": round_trip_graph(True), "round trip, kept on task 0": round_trip_graph(False),
-                "big": big_transfer_graph(count, True), "big, kept on task 0": big_transfer_graph(count, False)}.items():
-            session = Session(graph, cluster=cluster)
-            result = session.run(fetches, feeds)
-            assert int(np.asarray(result.values[0]).reshape(-1)[0]) in (2, count), (name, result.values)
-            sessions[name] = (session, feeds, fetches)
-        raw_class = ray.remote(num_cpus=0)(RawPeer)
-        sender, receiver = raw_class.remote(), raw_class.remote()
-        ray.get([sender.make.remote(count), receiver.make.remote(1)])
-        tiny_sender = raw_class.remote()
-        ray.get(tiny_sender.make.remote(1))
+    sessions = {}
+    for name, (graph, feeds, fetches) in {
+            "round trip": round_trip_graph(True), "round trip, kept on task 0": round_trip_graph(False),
+            "big": big_transfer_graph(count, True), "big, kept on task 0": big_transfer_graph(count, False)}.items():
+        session = Session(graph, cluster=cluster)
+        result = session.run(fetches, feeds)
+        assert int(np.asarray(result.values[0]).reshape(-1)[0]) in (2, count), (name, result.values)
+        sessions[name] = (session, feeds, fetches)
+    raw_class = ray.remote(num_cpus=0)(RawPeer)
+    sender, receiver = raw_class.remote(), raw_class.remote()
+    ray.get([sender.make.remote(count), receiver.make.remote(1)])
+    tiny_sender = raw_class.remote()
+    ray.get(tiny_sender.make.remote(1))
 
-        def step(name):
-            session, feeds, fetches = sessions[name]
-            return timed(lambda: session.run(fetches, feeds))
-        timers = {name: step(name) for name in sessions}
-        timers["raw big"] = lambda n: ray.get(sender.send.remote(receiver, n))
-        timers["raw tiny"] = lambda n: ray.get(tiny_sender.send.remote(receiver, n))
-        times = interleaved(timers, args.rounds)
+    def step(name):
+        session, feeds, fetches = sessions[name]
+        return timed(lambda: session.run(fetches, feeds))
+    timers = {name: step(name) for name in sessions}
+    timers["raw big"] = lambda n: ray.get(sender.send.remote(receiver, n))
+    timers["raw tiny"] = lambda n: ray.get(tiny_sender.send.remote(receiver, n))
+    times = interleaved(timers, args.rounds)
     round_trip = times["round trip"] - times["round trip, kept on task 0"]
     big = times["big"] - times["big, kept on task 0"]
     print(f"3. transfers between two worker tasks (local:2) vs raw Ray between two actors")
@@ -231,7 +224,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     parser.add_argument("--rounds", type=int, default=8, help="interleaved rounds per section")
-    parser.add_argument("--chain-length", type=int, default=2500)
+    parser.add_argument("--chain-length", type=int, nargs="+", default=[2500], help="nodes per chain (several: a row each)")
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--steps", type=int, default=32)
@@ -240,9 +233,15 @@ def main() -> int:
     args = parser.parse_args()
     print(f"{os.cpu_count()} cores; interleaved rounds: {args.rounds}")
     rows: list = []
-    for section in SECTIONS:
-        if section in args.only:
-            {"chains": bench_chains, "rnn": bench_rnn, "transfer": bench_transfer}[section](args, rows)
+    if {"chains", "transfer"} & set(args.only):
+        with open_cluster("local:2") as cluster:
+            if "chains" in args.only:
+                bench_chains(args, cluster, rows)
+            if "transfer" in args.only:
+                bench_transfer(args, cluster, rows)
+    if "rnn" in args.only:
+        with open_cluster("local:4") as cluster:
+            bench_rnn(args, cluster, rows)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0
