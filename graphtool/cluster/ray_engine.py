@@ -26,6 +26,14 @@ from .spec import ClusterSpec, TaskSpec
 from .worker import WorkerService
 
 INSTALL_HINT = "install the cluster extra: pip install 'dftool[cluster]'"
+# A private instance's settings. Ray passes a call's arguments of up to 100 KiB inside the call
+# and puts larger ones into the object store, which its raylet process manages: every
+# activation of a mid-sized layer (a 64x512 float32 state is 128 KiB) then costs the raylet
+# about as much CPU as the sending and receiving workers together (measured on the 8-layer RNN
+# of tests/bench/bench_cluster.py: 0.8 of its 3.9 CPU-seconds per step). Up to 1 MiB travels
+# inside the call (one copy, no raylet); larger arrays still go zero-copy through the store.
+# Task events (Ray's per-call records for its dashboard) are not read by dftool.
+PRIVATE_RAY_CONFIG = {"max_direct_call_object_size": 1 << 20, "task_events_report_interval_ms": 0}
 START_TIMEOUT_S = 120.0      # a task whose process is not up by then cannot be scheduled
 MAX_CONCURRENT_CALLS = 64    # per worker: run_graph of concurrent steps, deliveries, pings
 
@@ -87,23 +95,54 @@ class TaskInfo:
 
 
 class _RayTransport:
-    """A worker's way to its peers: fire-and-forget calls of their `deliver` (Ray keeps the calls
-    of one caller to one actor in order, puts large arrays in the object store and maps them on
-    the receiving side)."""
+    """A worker's way to its peers: fire-and-forget calls of their `deliver`, made by one sender
+    thread per worker. A `_Send` only queues its value and goes on: a Ray call costs its caller
+    about a millisecond on a busy machine, more than most tiny kernels, and the executor should
+    not wait for it. What queued for one peer while the sender was making its previous calls
+    leaves as one call, so a chatty graph (a loop whose control values cross to every task each
+    iteration) pays the per-call cost once per burst rather than once per tensor.
+
+    A call carries one argument (Ray serializes each argument on its own, a fixed cost apiece).
+    A large array inside it still travels as Ray's zero-copy numpy: written into the object store
+    once by the sender, mapped read-only by the receiver. The order of arrival does not matter:
+    every key of a step (edge, frame and iteration) is sent once."""
 
     def __init__(self):
         self.peers: dict = {}
+        self._pending: dict[str, list] = {}   # task -> messages not yet handed to Ray
+        self._wake = threading.Condition()
+        self._sender: threading.Thread | None = None
 
     def deliver(self, task: str, fingerprint: str, step_id: str, key: tuple, value, is_dead: bool) -> None:
-        self.peers[task].deliver.remote(fingerprint, step_id, key, value, is_dead)
+        with self._wake:
+            self._pending.setdefault(task, []).append((fingerprint, step_id, key, value, is_dead))
+            if self._sender is None:
+                self._sender = threading.Thread(target=self._send_forever, name="dftool-transport", daemon=True)
+                self._sender.start()
+            self._wake.notify()
+
+    def _send_forever(self) -> None:
+        while True:
+            with self._wake:
+                while not self._pending:
+                    self._wake.wait()
+                batches, self._pending = self._pending, {}
+            for task, messages in batches.items():
+                try:
+                    self.peers[task].deliver.remote(messages)
+                except Exception:   # the peer is gone: the master's health check names it
+                    continue
 
 
 class WorkerActor:
-    """The Ray actor of one task: a WorkerService with a Ray transport."""
+    """The Ray actor of one task: a WorkerService with a Ray transport. Its executors use the
+    CPUs the task reserves unless `threads` says otherwise: Ray packs tasks onto a node by their
+    reservations, so a worker that used every core of its machine would fight its neighbours
+    (and numpy's BLAS threads follow the executor's, thread_budget.py)."""
 
     def __init__(self, task: TaskSpec, threads: int | None):
         self.transport = _RayTransport()
-        self.service = WorkerService(task, self.transport, threads)
+        self.service = WorkerService(task, self.transport, threads if threads is not None else task_threads(task))
 
     def set_peers(self, peers: dict) -> None:
         self.transport.peers = peers
@@ -116,26 +155,26 @@ class WorkerActor:
         info["node_ip"] = next((n.get("NodeManagerAddress") for n in ray.nodes() if n["NodeID"] == node_id), "")
         return info
 
-    def register(self, *args, **kwargs):
-        return self.service.register(*args, **kwargs)
+    def invoke(self, call: tuple):
+        """The master's calls, each as one argument (see _RayTransport): (method of the service,
+        its positional arguments, its keyword arguments)."""
+        method, args, kwargs = call
+        if method not in SERVICE_METHODS:
+            raise AttributeError(f"a worker has no method '{method}'")
+        return getattr(self.service, method)(*args, **kwargs)
 
-    def run_graph(self, *args, **kwargs):
-        return self.service.run_graph(*args, **kwargs)
+    def deliver(self, messages: list) -> None:
+        for message in messages:
+            self.service.deliver(*message)
 
-    def deliver(self, *args) -> None:
-        self.service.deliver(*args)
 
-    def abort(self, step_id: str, message: str) -> None:
-        self.service.abort(step_id, message)
+# What the master may call on a worker (RayCluster.submit).
+SERVICE_METHODS = frozenset({"register", "run_graph", "abort", "progress", "ping", "echo"})
 
-    def progress(self, step_id: str):
-        return self.service.progress(step_id)
 
-    def ping(self) -> float:
-        return self.service.ping()
-
-    def echo(self, value):
-        return value
+def task_threads(task: TaskSpec) -> int:
+    """Executor threads for a task: the whole CPUs it reserves, at least one."""
+    return max(1, int(task.cpus))
 
 
 class RayCluster:
@@ -175,7 +214,8 @@ class RayCluster:
             if self.spec.private:
                 cpus = sum(task.cpus for task in self.tasks)
                 gpus = sum(task.gpus for task in self.tasks)
-                options = dict(address="local", num_cpus=max(1, int(cpus + 0.999)), runtime_env=env)
+                options = dict(address="local", num_cpus=max(1, int(cpus + 0.999)), runtime_env=env,
+                               _system_config=PRIVATE_RAY_CONFIG)
                 if gpus:
                     options["num_gpus"] = _gpus_here()
                 ray.init(**options, **quiet)
@@ -250,7 +290,7 @@ class RayCluster:
     # --- calls -------------------------------------------------------------------------------
     def submit(self, task: str, method: str, *args, **kwargs):
         """Start `method` on the task's worker; returns a handle for wait/result."""
-        return getattr(self._actors[task], method).remote(*args, **kwargs)
+        return self._actors[task].invoke.remote((method, args, kwargs))
 
     def wait(self, calls: list, timeout: float) -> list:
         """The calls among `calls` that have finished, waiting up to `timeout` for the first."""
