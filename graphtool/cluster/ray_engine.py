@@ -141,6 +141,11 @@ class WorkerActor:
     (and numpy's BLAS threads follow the executor's, thread_budget.py)."""
 
     def __init__(self, task: TaskSpec, threads: int | None):
+        import gc
+
+        # As the dftool process does (cli/main.py): steps make many small objects, and at the
+        # default thresholds the cycle collector walks the worker's heap every 700 allocations.
+        gc.set_threshold(50_000, 20, 20)
         self.transport = _RayTransport()
         self.service = WorkerService(task, self.transport, threads if threads is not None else task_threads(task))
 

@@ -30,6 +30,7 @@ step. No threads are pinned: each worker's executor uses the CPUs its task reser
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -231,6 +232,9 @@ def main() -> int:
     parser.add_argument("--megabytes", type=float, default=64.0)
     parser.add_argument("--json", help="also write the measurements to this file")
     args = parser.parse_args()
+    # The one-process runs get the collector settings `dftool` itself runs with (cli/main.py), as
+    # the workers do.
+    gc.set_threshold(50_000, 20, 20)
     print(f"{os.cpu_count()} cores; interleaved rounds: {args.rounds}")
     rows: list = []
     if {"chains", "transfer"} & set(args.only):
