@@ -99,3 +99,39 @@ def test_sample_graph_on_three_tasks_matches_a_local_run(cluster3, name):
         return session.run(fetches, feeds, timeout=120).values
 
     _run_both_ways(cluster3, lambda: _load(SAMPLES / f"{name}.pb", name), run, sum(map(ord, name)))
+
+
+def _saved_model_cases() -> list[tuple[str, str]]:
+    root = FIXTURES / "saved_models"
+    return sorted((model.name, signature.name) for model in root.iterdir() if model.is_dir()
+                  for signature in model.iterdir() if (signature / "feeds.npz").exists())
+
+
+@pytest.mark.parametrize("model,signature", _saved_model_cases())
+def test_saved_model_on_three_tasks_matches_a_local_run(cluster3, model, signature):
+    from graphtool.loader import load_graph
+
+    directory = FIXTURES / "saved_models" / model
+    feeds = dict(np.load(directory / signature / "feeds.npz"))
+
+    def run(session):
+        return session.run(session.default_fetches(), feeds, timeout=120).values
+
+    _run_both_ways(cluster3, lambda: load_graph(str(directory / "model"), signature=signature), run,
+                   sum(map(ord, model + signature)))
+
+
+@pytest.mark.parametrize("case", _cases("tf_stateful"))
+def test_stateful_fixture_on_three_tasks_matches_a_local_run(cluster3, case):
+    """A variable's state across the runs of one session (initializer, updates, reads), each run
+    a different signature: they all find the variable on the task it was placed on."""
+    spec = json.loads((FIXTURES / "tf_stateful" / case / "case.json").read_text())
+    feeds = dict(np.load(FIXTURES / "tf_stateful" / case / "feeds.npz"))
+
+    def run(session):
+        values = []
+        for step in spec["runs"]:
+            values += session.run(step["fetches"], feeds, targets=step["targets"], timeout=120).values
+        return values
+
+    _run_both_ways(cluster3, lambda: _load(FIXTURES / "tf_stateful" / case / "graph.pb", case), run, sum(map(ord, case)))
