@@ -254,7 +254,10 @@ class RayCluster:
         ship = None if all(_is_this_machine(n.get("NodeManagerAddress", "")) for n in nodes.values()) \
             else _shipped_env()
         for task in tasks:
-            options: dict = dict(num_cpus=task.cpus, num_gpus=task.gpus, max_concurrency=MAX_CONCURRENT_CALLS,
+            # On a private instance every task shares this machine anyway; reserving no Ray CPU
+            # lets a second cluster of this process (a notebook, a test) reuse the instance.
+            cpus = 0 if self.spec.private else task.cpus
+            options: dict = dict(num_cpus=cpus, num_gpus=task.gpus, max_concurrency=MAX_CONCURRENT_CALLS,
                                  max_restarts=0)
             if task.node is not None:
                 node_id = _node_id(task, nodes)

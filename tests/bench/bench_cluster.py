@@ -6,7 +6,7 @@ pass/fail test).
                                         [--megabytes M]
 
 - chains: two independent chains of tiny scalar ops (AddV2, Mul; `--chain-length` nodes each),
-  chain k pinned to /job:worker/task:k, on `local:2`, against the same graph in one process (its
+  chain k pinned to /job:worker/task:k (tasks 0 and 1 of the cluster), against the same graph in one process (its
   devices cleared: one executor, the GIL shared by both chains). Python-overhead bound: each chain
   holds a core, so two processes can run them side by side where one process cannot. The
   "cluster step overhead" row is a step of two 2-node chains: what every cluster step costs on top
@@ -15,7 +15,7 @@ pass/fail test).
   /job:worker/task:k, `local:4`; the loop's own nodes sit with layer 0, as tf.while_loop puts
   them) with parallel_iterations 1, 8 and 32, against the same graph in one process (8 devices,
   one executor thread each, as bench_model_parallel.py's table 1). Values must agree exactly.
-- transfer: on `local:2`, (a) a scalar from task 0 to task 1 and back each step, (b) a
+- transfer: between tasks 0 and 1, (a) a scalar from task 0 to task 1 and back each step, (b) a
   `--megabytes` float32 tensor made on task 0 and read (its Shape) on task 1. The cost of the
   transfer is the step time minus that of the same graph kept on task 0 (task 1 then runs a
   node of its own, so both steps call the same tasks). "raw Ray" is what Ray itself takes for the
@@ -80,9 +80,9 @@ def two_chains(length: int):
 
 
 def bench_chains(args, cluster, rows: list) -> None:
-    print("1. two chains of tiny scalar ops, chain k on worker task k of local:2, vs one process "
+    print("1. two chains of tiny scalar ops, chain k on worker task k of the cluster, vs one process "
           "(medians of interleaved rounds)")
-    print(f"  {'nodes per chain':>15} {'one process ms':>15} {'local:2 ms':>11} {'speed-up':>9} "
+    print(f"  {'nodes per chain':>15} {'one process ms':>15} {'cluster ms':>11} {'speed-up':>9} "
           f"{'cluster step overhead ms':>25}")
     tiny, tiny_feeds, tiny_fetches = two_chains(2)
     overhead = Session(tiny, cluster=cluster)
@@ -93,13 +93,13 @@ def bench_chains(args, cluster, rows: list) -> None:
         local_values = one_process.run(fetches, feeds).values
         assert all(np.array_equal(a, b) for a, b in zip(on_cluster.run(fetches, feeds).values, local_values))
         times = interleaved({"one process": timed(lambda: one_process.run(fetches, feeds)),
-                             "local:2": timed(lambda: on_cluster.run(fetches, feeds)),
+                             "cluster": timed(lambda: on_cluster.run(fetches, feeds)),
                              "overhead": timed(lambda: overhead.run(tiny_fetches, tiny_feeds))}, args.rounds)
-        print(f"  {length:15d} {times['one process'] * 1e3:15.2f} {times['local:2'] * 1e3:11.2f} "
-              f"{ratio(times['one process'], times['local:2']):>9} {times['overhead'] * 1e3:25.2f}")
+        print(f"  {length:15d} {times['one process'] * 1e3:15.2f} {times['cluster'] * 1e3:11.2f} "
+              f"{ratio(times['one process'], times['cluster']):>9} {times['overhead'] * 1e3:25.2f}")
         rows.append({"section": "chains", "nodes_per_chain": length, "one_process_ms": times["one process"] * 1e3,
-                     "cluster_ms": times["local:2"] * 1e3, "overhead_ms": times["overhead"] * 1e3,
-                     "speed_up": times["one process"] / times["local:2"]})
+                     "cluster_ms": times["cluster"] * 1e3, "overhead_ms": times["overhead"] * 1e3,
+                     "speed_up": times["one process"] / times["cluster"]})
 
 
 # --- 2. the model-parallel RNN over 4 processes -------------------------------------------------
@@ -209,7 +209,7 @@ def bench_transfer(args, cluster, rows: list) -> None:
     times = interleaved(timers, args.rounds)
     round_trip = times["round trip"] - times["round trip, kept on task 0"]
     big = times["big"] - times["big, kept on task 0"]
-    print(f"3. transfers between two worker tasks (local:2) vs raw Ray between two actors")
+    print("3. transfers between two worker tasks vs raw Ray between two actors")
     print(f"  {'transfer':36} {'step ms':>9} {'same step on task 0':>20} {'transfer ms':>12} {'raw Ray ms':>11} "
           f"{'vs raw':>7}")
     for label, key, cost, raw in (("scalar round trip (two transfers)", "round trip", round_trip, times["raw tiny"]),
@@ -237,14 +237,13 @@ def main() -> int:
     gc.set_threshold(50_000, 20, 20)
     print(f"{os.cpu_count()} cores; interleaved rounds: {args.rounds}")
     rows: list = []
-    if {"chains", "transfer"} & set(args.only):
-        with open_cluster("local:2") as cluster:
-            if "chains" in args.only:
-                bench_chains(args, cluster, rows)
-            if "transfer" in args.only:
-                bench_transfer(args, cluster, rows)
-    if "rnn" in args.only:
-        with open_cluster("local:4") as cluster:
+    # One cluster for every section: the chains and transfers use tasks 0 and 1, the RNN four.
+    with open_cluster("local:4" if "rnn" in args.only else "local:2") as cluster:
+        if "chains" in args.only:
+            bench_chains(args, cluster, rows)
+        if "transfer" in args.only:
+            bench_transfer(args, cluster, rows)
+        if "rnn" in args.only:
             bench_rnn(args, cluster, rows)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

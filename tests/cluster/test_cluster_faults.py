@@ -142,3 +142,24 @@ def test_cluster_and_run_reports_validate_against_their_schemas(files, join_spec
     assert report["cluster"] == {"spec": str(join_spec), "tasks": 2, "nodes": 1, "transfer_bytes": 4 << 16}
     assert report["devices"] == ["worker:0/cpu:0", "worker:1/cpu:0"]
     _assert_nothing_left(run)
+
+
+def test_place_over_a_cluster_uses_its_devices_and_measured_network(files, join_spec, tmp_path):
+    """`place --cluster`: every node on one of the cluster's devices; --devices must be among them."""
+    from graphtool import graph_io
+
+    out = tmp_path / "placed.pb"
+    place = Dftool("place", str(files / "ping_pong.pb"), str(out), "--cluster", str(join_spec), "--json")
+    code, _, _ = place.finish(timeout=120)
+    report = json.loads(place.process.stdout.read())
+    assert code == 0, place.lines
+    assert any(line.startswith(f"cluster {join_spec}: 2 task(s)") for line in place.lines), place.lines
+    devices = {node.device for node in graph_io.load_graphdef(str(out)).node}
+    assert devices <= {"/job:worker/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:1/device:CPU:0"}
+    assert set(report["devices"]) <= {"/job:worker/replica:0/task:0/device:CPU:0",
+                                      "/job:worker/replica:0/task:1/device:CPU:0"}
+    wrong = Dftool("place", str(files / "ping_pong.pb"), str(tmp_path / "x.pb"), "--cluster", str(join_spec),
+                   "--devices", "worker:5/cpu:0")
+    code, _, line = wrong.finish(timeout=120)
+    assert code == 2 and "'worker:5/cpu:0' is not a device of the cluster" in line, wrong.lines
+    assert not (tmp_path / "x.pb").exists()
