@@ -10,7 +10,6 @@ import json
 import numpy as np
 import pytest
 
-from graphtool import dtypes
 from graphtool.builder import GraphBuilder
 from graphtool.errors import InvalidGraphError
 from graphtool.ir import Graph
@@ -20,7 +19,8 @@ from graphtool.placement.cost_model import BUILTIN_NETWORK, CostEstimator, CostM
 from graphtool.placement.device_names import canonical_device_name
 from graphtool.shape_inference import infer_shapes
 
-from .helpers import const, error_line, mlp_graph, op, run_dftool, write_graph
+from .helpers import error_line, mlp_graph, run_dftool, write_graph
+from .test_place import variable_graph
 from .test_report_schemas import validation_errors
 
 CLUSTER = ["worker:0/cpu:0", "worker:1/cpu:0", "ps:0/cpu:0"]
@@ -39,16 +39,6 @@ def shared_input_graph() -> Graph:
     right = b.matmul(x, b.const(np.ones((1024, 1024), np.float32), name="w2"), name="right")
     b.op("AddV2", [left, right], name="out")
     return b.graph
-
-
-def variable_graph() -> Graph:
-    """v (VariableV2) <- Assign(init) ; AssignAdd(v, delta) ; read = Identity(v)."""
-    g = Graph()
-    v = g.add_node("VariableV2", "v", attrs={"shape": [2], "dtype": dtypes.float32})
-    op(g, "Assign", "v/Assign", v, const(g, "init", [1.0, 2.0]))
-    op(g, "AssignAdd", "v/AssignAdd", v, const(g, "delta", [0.5, 0.5]))
-    op(g, "Identity", "read", v)
-    return g
 
 
 # --- requests and colocation on cluster devices ------------------------------------------------------
