@@ -36,7 +36,7 @@ from ..exec.step_stats import perf_clock_id
 from ..ir import Graph, Node, TensorRef
 from ..placement.cost_model import CostModel, Link
 from ..placement.device_names import DEFAULT_JOB, parse_device_name
-from .ray_engine import RayCluster, TaskInfo, WorkerLost
+from .ray_engine import RayCluster, TaskInfo, WorkerLost, first_line
 from .spec import ClusterSpec, parse_cluster
 from .worker import error_from_result, task_of
 
@@ -162,7 +162,7 @@ class Cluster:
                 if isinstance(cause, DftoolError):
                     raise type(cause)(f"{cause} (on {self._short(task)})", hint=cause.hint) from None
                 raise RuntimeFailure(f"task {self._short(task)} could not compile its partitions: "
-                                     f"{_first_line(exc)}") from None
+                                     f"{first_line(exc)}") from None
         registration.generation = self.engine.generation
 
     def recover(self) -> None:
@@ -366,7 +366,7 @@ class _StepWatch:
         except WorkerLost as exc:
             raise self._lost(task, exc.why) from None
         except Exception as exc:
-            raise RuntimeFailure(f"task {self.cluster._short(task)} failed: {_first_line(exc)}") from None
+            raise RuntimeFailure(f"task {self.cluster._short(task)} failed: {first_line(exc)}") from None
         if "error" in result:
             error = result["error"]
             # An error from a device says which one already (worker:1/cpu:0); others get the task.
@@ -477,7 +477,7 @@ class _StepWatch:
         return ("; " + "; ".join(lines[:3])) if lines else ""
 
     def _abort_all(self, error: BaseException) -> None:
-        message = f"step stopped: {_first_line(error)}"
+        message = f"step stopped: {first_line(error)}"
         running = [task for task in self.calls if task not in self.results and task not in self.cluster.lost]
         for task in running:
             try:
@@ -571,8 +571,3 @@ def _describe(key: tuple) -> str:
     send_device, recv_device, tensor_name, frame_iter = key
     where = "".join(f" in frame '{frame}' iteration {it}" for frame, it in frame_iter)
     return f"tensor '{tensor_name}' from {_short_device(send_device)} to {_short_device(recv_device)}{where}"
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__

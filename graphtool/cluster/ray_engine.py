@@ -229,7 +229,7 @@ class RayCluster:
                     ray.init(address=self.spec.address, runtime_env=env, **quiet)
                 except (ConnectionError, RuntimeError, ValueError) as exc:
                     raise DeviceUnavailable(f"cannot join the Ray cluster at {self.spec.address}: "
-                                            f"{_first_line(exc)}",
+                                            f"{first_line(exc)}",
                                             hint="start one with `ray start --head`, or use --cluster local:N") from None
         self.owns_ray = True
 
@@ -278,7 +278,7 @@ class RayCluster:
             try:
                 info = ray.get(ref)
             except Exception as exc:
-                raise DeviceUnavailable(f"task {task.short_name} failed to start: {_first_line(exc)}") from None
+                raise DeviceUnavailable(f"task {task.short_name} failed to start: {first_line(exc)}") from None
             self.infos[task.name] = TaskInfo(task, info["node_id"], info["node_ip"], info["pid"], info["host"])
         ray.get([actor.set_peers.remote(self._actors) for actor in self._actors.values()])
 
@@ -409,7 +409,7 @@ def _is_this_machine(address: str) -> bool:
 
 
 def _death_reason(exc: BaseException) -> str:
-    text = _first_line(exc)
+    text = first_line(exc)
     lowered = str(exc).lower()
     if "node" in lowered and ("died" in lowered or "dead" in lowered or "removed" in lowered):
         return "its Ray node died"
@@ -418,7 +418,8 @@ def _death_reason(exc: BaseException) -> str:
     return text
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first non-blank line of an exception's text (Ray's errors span many)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
 

@@ -41,19 +41,31 @@ def _assert_nothing_left(dftool: Dftool) -> None:
     assert not wait_gone(dftool.tree), f"processes left running: {sorted(dftool.tree)}"
 
 
-def test_a_worker_that_dies_mid_step_fails_the_step_within_5_s(files):
-    dftool = _long_step(files)
+def _signal_a_worker_mid_step(files, task: str, signum: int, cluster: str = "local:2"):
+    """Run the endless step, send `signum` to `task`'s worker once it runs; returns (dftool, its
+    tasks, exit code, the last line). Asserts the step stopped within 5 s of the signal and the
+    command exited soon after (the cluster's shutdown included)."""
+    dftool = _long_step(files, cluster=cluster)
+    tasks: dict = {}
     try:
         tasks = dftool.tasks(2)
         time.sleep(STEP_RUNNING_S)
-        os.kill(tasks["worker:1"]["pid"], signal.SIGKILL)
-        killed = time.monotonic()
+        os.kill(tasks[task]["pid"], signum)
+        signalled = time.monotonic()
         code, exited, line = dftool.finish()
     finally:
+        if signum == signal.SIGSTOP and tasks:
+            with contextlib.suppress(ProcessLookupError):   # (gone: the cluster's shutdown killed it)
+                os.kill(tasks[task]["pid"], signal.SIGCONT)
         dftool.kill()
     assert code == 1, dftool.lines
-    assert dftool.error_at is not None and dftool.error_at - killed < 5, "the step was not stopped within 5 s"
+    assert dftool.error_at is not None and dftool.error_at - signalled < 5, "the step was not stopped within 5 s"
     assert exited < 5 + 5, f"exit took {exited:.1f} s (the cluster's shutdown included)"
+    return dftool, tasks, code, line
+
+
+def test_a_worker_that_dies_mid_step_fails_the_step_within_5_s(files):
+    dftool, tasks, _, line = _signal_a_worker_mid_step(files, "worker:1", signal.SIGKILL)
     assert line.startswith("error: task worker:1 (Ray node "), line
     assert tasks["worker:1"]["node"] in line and str(tasks["worker:1"]["pid"]) in line
     assert "worker:0 was waiting for tensor" in line and "from worker:1/cpu:0" in line
@@ -61,20 +73,7 @@ def test_a_worker_that_dies_mid_step_fails_the_step_within_5_s(files):
 
 
 def test_a_worker_that_stops_answering_fails_the_step_within_5_s(files, join_spec):
-    dftool = _long_step(files, cluster=str(join_spec))
-    try:
-        tasks = dftool.tasks(2)
-        time.sleep(STEP_RUNNING_S)
-        os.kill(tasks["worker:0"]["pid"], signal.SIGSTOP)
-        stopped = time.monotonic()
-        code, exited, line = dftool.finish()
-    finally:
-        with contextlib.suppress(ProcessLookupError):   # (gone: the cluster's shutdown killed it)
-            os.kill(tasks["worker:0"]["pid"], signal.SIGCONT)
-        dftool.kill()
-    assert code == 1, dftool.lines
-    assert dftool.error_at is not None and dftool.error_at - stopped < 5, "the step was not stopped within 5 s"
-    assert exited < 5 + 5, f"exit took {exited:.1f} s (the cluster's shutdown included)"
+    dftool, tasks, _, line = _signal_a_worker_mid_step(files, "worker:0", signal.SIGSTOP, cluster=str(join_spec))
     assert line.startswith("error: task worker:0 (Ray node ") and "health check" in line, line
     _assert_nothing_left(dftool)
     assert not wait_gone({task["pid"] for task in tasks.values()}), "a worker of the run survived it"
