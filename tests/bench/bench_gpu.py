@@ -14,7 +14,10 @@ Needs cupy and a CUDA GPU; without them it prints why and exits 0. `--simulate` 
 contender at tiny sizes on the simulated GPU test double with numpy (checks the benchmark's
 graphs and code paths, measures nothing meaningful).
 
-    python tests/bench/bench_gpu.py [--repeat N] [--seq-len T] [--memory-limit GIB] [--simulate]
+With --jit the MLP and the conv net also run with Session(jit=True): XLA through JAX, on the GPU
+when JAX has CUDA (else JAX's CPU, which the printed jit line shows).
+
+    python tests/bench/bench_gpu.py [--repeat N] [--seq-len T] [--memory-limit GIB] [--simulate] [--jit]
 """
 from __future__ import annotations
 
@@ -122,14 +125,21 @@ def best_time(run, synchronize, repeat: int) -> float:
     return min(times)
 
 
-def compare(name: str, graph, fetch: str, feeds, direct, env, repeat: int, rtol: float) -> None:
-    """Time the graph on the device against `direct()` and print their ratio."""
-    session = Session(graph, device=env.device)
-    ours = session.run([fetch], feeds).values[0]
-    np.testing.assert_allclose(ours, env.asnumpy(direct()), rtol=rtol, atol=rtol)
-    ours_s = best_time(lambda: session.run([fetch], feeds), env.synchronize, repeat)
-    direct_s = best_time(direct, env.synchronize, repeat)
-    print(f"{name:<34}{ours_s * 1e3:>12.2f}{direct_s * 1e3:>12.2f}{ours_s / direct_s:>10.2f}x")
+def compare(name: str, graph, fetch: str, feeds, direct, env, args, rtol: float) -> None:
+    """Time the graph on the device against `direct()` and print their ratio; with --jit also the
+    graph with its clusters compiled by XLA (JAX on the same GPU when JAX has CUDA)."""
+    expected = env.asnumpy(direct())
+    direct_s = best_time(direct, env.synchronize, args.repeat)
+    for label, jit in ((name, False),) + (((f"  {name.split(',')[0]} --jit", True),) if args.jit else ()):
+        session = Session(graph, device=env.device, jit=jit)
+        ours = session.run([fetch], feeds).values[0]
+        np.testing.assert_allclose(ours, expected, rtol=rtol, atol=rtol)
+        ours_s = best_time(lambda: session.run([fetch], feeds), env.synchronize, args.repeat)
+        print(f"{label:<34}{ours_s * 1e3:>12.2f}{direct_s * 1e3:>12.2f}{ours_s / direct_s:>10.2f}x")
+        if jit and session.jit_report is not None:
+            from graphtool.jit import runtime
+
+            print(f"    {session.jit_report.summary()}; JAX device {runtime.jax_device(env.device)}")
 
 
 def bench_mlp(env, args, rng) -> None:
@@ -139,7 +149,7 @@ def bench_mlp(env, args, rng) -> None:
     on_device = [(env.xp.asarray(w), env.xp.asarray(bias)) for w, bias in weights]
     x_device = env.xp.asarray(x)
     compare(f"MLP 4x{width}, batch {batch}", graph, fetch, {"x": x},
-            lambda: direct_mlp(env.xp, x_device, on_device), env, args.repeat, 1e-3)
+            lambda: direct_mlp(env.xp, x_device, on_device), env, args, 1e-3)
 
 
 def bench_conv(env, args, rng) -> None:
@@ -149,7 +159,7 @@ def bench_conv(env, args, rng) -> None:
     on_device = [(env.xp.asarray(f), env.xp.asarray(bias)) for f, bias in weights]
     x_device = env.xp.asarray(x)
     compare(f"conv net 4x3x3x{channels}, {batch}x{size}x{size}", graph, fetch, {"x": x},
-            lambda: direct_conv(env.xp, x_device, on_device), env, args.repeat, 1e-3)
+            lambda: direct_conv(env.xp, x_device, on_device), env, args, 1e-3)
 
 
 def bench_lstm(env, args, rng) -> None:
@@ -244,6 +254,7 @@ def main() -> None:
     parser.add_argument("--seq-len", type=int, default=1000)
     parser.add_argument("--memory-limit", type=float, default=8.0, help="GiB of device memory for the LSTM")
     parser.add_argument("--simulate", action="store_true", help="tiny sizes on the GPU test double")
+    parser.add_argument("--jit", action="store_true", help="also time the MLP and conv net with Session(jit=True)")
     args = parser.parse_args()
     env = environment(args.simulate)
     if env is None:
