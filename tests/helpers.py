@@ -28,12 +28,18 @@ F32 = dtypes.float32
 
 # --- the command line -------------------------------------------------------------------------
 
+def _python_path() -> str:
+    """The repo root first, then whatever PYTHONPATH already held (packages installed beside the
+    interpreter's own, as on a machine where dependencies are unpacked into a target folder)."""
+    return os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+
+
 def run_dftool(*args, input: bytes | str | None = None, binary: bool = False,
                timeout: float = 120, user: int | None = None) -> tuple[int, str | bytes, str]:
     """Run `python -m cli.main ARGS` from the repo root; returns (exit code, stdout, stderr).
     stdout is text unless `binary` (graphs written to '-'); stderr is always text. `user` (a uid;
     needs root) runs it as another user, e.g. to meet file permissions that root would bypass."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "COLUMNS": "200"}
+    env = {**os.environ, "PYTHONPATH": _python_path(), "COLUMNS": "200"}
     data = input.encode() if isinstance(input, str) else input
     proc = subprocess.run([sys.executable, "-m", "cli.main", *map(str, args)], input=data,
                           capture_output=True, cwd=REPO_ROOT, env=env, timeout=timeout,
@@ -51,7 +57,7 @@ def run_dftool_on_terminal(*args, stream: str = "stdout", cwd=None, timeout: flo
     import threading
 
     main, replica = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env = {**os.environ, "PYTHONPATH": _python_path()}
     chunks: list[bytes] = []
 
     def drain():

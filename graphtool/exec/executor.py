@@ -15,6 +15,8 @@ expensive (numpy releases the GIL in BLAS and big ufuncs, so independent heavy b
 """
 from __future__ import annotations
 
+import sys
+
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -81,7 +83,9 @@ class Executor:
 
     def __del__(self):
         pool = getattr(self, "_pool", None)
-        if pool is not None:
+        # At interpreter exit the pool's module may already be torn down (its globals None), and
+        # its threads are being joined anyway.
+        if pool is not None and not sys.is_finalizing():
             pool.shutdown(wait=False, cancel_futures=True)
 
     def run(self, feeds: dict[Item, tuple], fetches: list[tuple[Item, int]], **options) -> list:

@@ -226,17 +226,17 @@ def _bind_kernel(item: Item, device) -> None:
     item.ctx = KernelContext(device.xp, node.name, node.op, output_dtypes, device)
     item.expensive = kernel_def.expensive
     item.intra_op = kernel_def.intra_op
-    if device.kernel_device_type == "CPU":
-        if node.op in _CPU_CONSTANTS:
-            _bind_constant(item)
-        elif node.op in _FORWARDING and item.kernel is kernel_def.fn:   # (not wrapped by a bound)
-            item.shortcut = FORWARDS
+    if node.op in _CONSTANTS:
+        _bind_constant(item)
+    elif device.kernel_device_type == "CPU" and node.op in _FORWARDING and item.kernel is kernel_def.fn:
+        item.shortcut = FORWARDS   # (not wrapped by a bound)
 
 
-# A Const's CPU kernel returns its attr as an array, the same array object every time (asarray
-# of an array is the array): made once here, a Const in a loop body costs nothing per iteration
-# (the shortcut) or a plain call instead of a partial with keyword arguments.
-_CPU_CONSTANTS = ("Const", "HostConst")
+# A Const's value is made once here, on its device, and every step and loop iteration reuses that
+# array (the shortcut): free on the CPU (asarray of an array is the array); on a GPU the upload
+# happens once per plan, as TensorFlow's Const kernel holds its device tensor, instead of copying
+# the weights to the device on every step.
+_CONSTANTS = ("Const", "HostConst")
 # Ops whose CPU kernel returns its one input unchanged (kernels/core.py).
 _FORWARDING = ("Identity", "Snapshot", "StopGradient", "PreventGradient")
 NO_SHORTCUT, FORWARDS, FIXED = 0, 1, 2

@@ -13,7 +13,10 @@ catches those bugs in CI:
 3. numpy functions called on device arrays dispatch to the array module (NEP 18, as cupy
    implements it), and reductions or scalar indexing give 0-d device arrays, not numpy scalars;
 4. only cupy's dtypes live on the device: no object, string or bfloat16 arrays;
-5. `argsort`/`sort` are stable (cupy's sorts are; they take no `kind`).
+5. `argsort`/`sort` are stable (cupy's sorts are; they take no `kind`);
+6. `ufunc.at` refuses the dtypes the oldest supported cupy refuses (its atomics), and
+   `linalg.cholesky` does not raise for a matrix that is not positive definite: the failed
+   factor has a NaN on its diagonal, as cupy returns it without checking cuSOLVER's status.
 
 Every name a kernel takes from the module, or a numpy function dispatched to it, is recorded in
 `NAMES_USED` (for the whole process), so a test that has cupy importable (no GPU needed) can check
@@ -218,7 +221,29 @@ class _UfuncProxy:
         bound = getattr(self._ufunc, method)
         if not callable(bound):
             return bound
+        if method == "at":
+            return self._at
         return lambda *args, **kwargs: wrap(bound(*_device_args(args), **_device_args(kwargs)))
+
+    def _at(self, target, indices, values=None):
+        accepted = _AT_DTYPES.get(self.__name__, ())
+        if np.dtype(target.dtype).str[1:] not in accepted:
+            raise TypeError(f"cupy.{self.__name__}.at only supports {', '.join(sorted(accepted)) or 'no'} "
+                            f"as data type (the strict double refuses {np.dtype(target.dtype)})")
+        args = (target, indices) if values is None else (target, indices, values)
+        self._ufunc.at(*_device_args(args))
+
+
+# cupy 13's ufunc.at dtypes (its scatter kernels use CUDA atomics); later versions accept more.
+_AT_DTYPES = {
+    "add": {"i4", "u4", "u8", "f2", "f4", "f8"},
+    "subtract": {"i4", "u4"},
+    "maximum": {"i4", "u4", "u8", "f4", "f8"},
+    "minimum": {"i4", "u4", "u8", "f4", "f8"},
+    "bitwise_and": {"i4", "i8", "u4", "u8"},
+    "bitwise_or": {"i4", "i8", "u4", "u8"},
+    "bitwise_xor": {"i4", "i8", "u4", "u8"},
+}
 
 
 class StrictNumpy:
@@ -244,11 +269,32 @@ class StrictNumpy:
         _record(self._prefix + name)
         if isinstance(value, np.ufunc):
             return _UfuncProxy(value, self._prefix)
+        if self._prefix == "linalg." and name == "cholesky":
+            value = _cholesky_without_raising
         if isinstance(value, type(np)):                      # a submodule: xp.lib, xp.linalg, ...
             return StrictNumpy(value, f"{self._prefix}{name}.")
         if callable(value) and not isinstance(value, type):  # a function (dtypes pass through)
             return _function(name, value)
         return value
+
+
+def _cholesky_without_raising(a):
+    """cupy's cholesky: no LinAlgError; a matrix that is not positive definite gets NaN on the
+    diagonal from where its factorization failed (its status is not checked)."""
+    try:
+        return np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        pass
+    n = a.shape[-1]
+    flat = a.reshape((-1, n, n))
+    factors = np.empty_like(flat)
+    for k, matrix in enumerate(flat):
+        try:
+            factors[k] = np.linalg.cholesky(matrix)
+        except np.linalg.LinAlgError:
+            factors[k] = np.tril(matrix)
+            factors[k][np.diag_indices(n)] = np.nan
+    return factors.reshape(a.shape)
 
 
 def _function(name: str, function):

@@ -16,6 +16,7 @@ from graphtool import dtypes, graph_io
 from graphtool.builder import GraphBuilder
 from graphtool.exec import strict_xp
 from graphtool.exec.kernels import GPU, all_kernels
+from graphtool.exec.kernels.array_common import SCATTER_UFUNCS, accumulate_at
 from graphtool.exec.kernels.gpu_segment import scatter_multiply
 from graphtool.exec.plan import runs_without_kernel
 from graphtool.exec.session import Session
@@ -329,3 +330,30 @@ def test_scatter_multiply_matches_ufunc_at(xp):
     scatter_multiply(xp, target, xp.asarray(rows), xp.asarray(updates))
     result = target if isinstance(target, np.ndarray) else xp.asnumpy(target)
     np.testing.assert_allclose(result, expected, rtol=1e-12)
+
+
+# --- accumulating scatters in the dtypes cupy's ufunc.at refuses --------------------------------------
+
+_ACCUMULATE_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "int64", "uint64", "float16",
+                      "float32", "float64", "complex64", "complex128"]
+
+
+@pytest.mark.parametrize("mode,dtype", [(mode, dtype) for mode in ("add", "sub", "max", "min")
+                                        for dtype in _ACCUMULATE_DTYPES
+                                        if not (dtype.startswith("complex") and mode in ("max", "min"))])
+def test_accumulate_at_on_strict_double_matches_numpy(mode, dtype):
+    """Sums wrap as numpy's do (int8 sums of 100s), repeats accumulate, every dtype works (complex
+    numbers have no max/min in TensorFlow)."""
+    generator = np.random.default_rng(5)
+    rows = generator.integers(0, 4, size=40)
+    values = generator.integers(-100 if dtype[0] != "u" else 0, 100, size=(40, 3))
+    if dtype.startswith("complex"):
+        values = values + 1j * generator.integers(-100, 100, size=(40, 3))
+    updates = values.astype(dtype)
+    start = np.full((5, 3), 7, dtype=dtype)
+    expected = start.copy()
+    getattr(np, SCATTER_UFUNCS[mode]).at(expected, (rows,), updates)
+    xp = strict_xp.StrictNumpy()
+    target = xp.asarray(start)
+    accumulate_at(xp, mode, target, (xp.asarray(rows),), xp.asarray(updates))
+    np.testing.assert_array_equal(xp.asnumpy(target), expected)

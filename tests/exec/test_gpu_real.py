@@ -59,11 +59,13 @@ def test_fixture_on_the_gpu_matches_the_cpu_and_tensorflow(case, gpu):
 
 
 def test_tf32_is_off_by_default(gpu):
-    """TensorFlow's own example: with TF32, 1.0001 rounds to 1.0 and the sum is 1024.0."""
+    """TensorFlow's own example: with TF32, 1.0001 rounds to 1.0 and the sum is exactly 1024.0;
+    in float32 it is 1024 * float32(1.0001) = 1024.1024, give or take float32 summation error
+    (measured 1024.112 on an H200)."""
     assert gpu.allow_tf32 is False
     x = cupy.full((1024, 1024), 1.0001, dtype=cupy.float32)
     product = float((x @ cupy.ones((1024, 1024), dtype=cupy.float32))[0, 0])
-    assert abs(product - 1024.1) < 0.01
+    assert abs(product - 1024 * float(np.float32(1.0001))) < 0.03
 
 
 def test_branches_on_streams_give_the_cpu_values(gpu):
@@ -88,8 +90,12 @@ def test_copies_round_trip_through_pinned_memory(gpu):
 
 def test_swap_memory_on_the_gpu():
     device = GPUDevice.create(0)
-    np.testing.assert_allclose(run_loops(device, swap_memory=True), run_loops("cpu", swap_memory=True), rtol=1e-6)
+    swapped = run_loops(device, swap_memory=True)
     stats = device.swapper.stats
+    # Swapping moves values, never changes them: equal to the same loops on the GPU without it; the
+    # CPU's BLAS rounds float32 matmuls differently in the last bits (2e-6 measured on an H200).
+    np.testing.assert_array_equal(swapped, run_loops(GPUDevice.create(0), swap_memory=False))
+    np.testing.assert_allclose(swapped, run_loops("cpu", swap_memory=True), rtol=1e-5)
     assert stats.swapped_out == stats.swapped_in == STEPS
     assert stats.prefetch_hits == STEPS - 1
     # Copies out finish asynchronously, so a few originals may be held at once, never all of them.

@@ -125,7 +125,61 @@ def scatter_rows(xp, target, rows, updates, mode: str) -> None:
     if mode == "update":
         target[position] = updates
     else:
-        getattr(xp, SCATTER_UFUNCS[mode]).at(target, position, updates)
+        accumulate_at(xp, mode, target, position, updates)
+
+
+def accumulate_at(xp, mode: str, target, position, updates) -> None:
+    """target[position] (op)= updates, repeated positions accumulating: `ufunc.at` for a mode of
+    SCATTER_UFUNCS. numpy's takes every dtype; cupy's is built on CUDA atomics and refuses most
+    (add: 32/64-bit ints and floats, float16; maximum/minimum: no 8/16-bit types; subtract: 32-bit
+    ints; multiply: none), with lists that vary by version. On cupy the call is tried as it is,
+    then in a type it accepts with the same result: narrow integers widened (sums wrap the same
+    way modulo 2**bits), int64 sums as uint64 (the same bits), complex sums per part, float16
+    max/min as float32, subtraction as addition of the negation; what is left runs on the host."""
+    ufunc = getattr(xp, SCATTER_UFUNCS[mode])
+    if getattr(xp, "__name__", "") != "cupy":
+        ufunc.at(target, position, updates)
+        return
+    updates = xp.asarray(updates).astype(target.dtype, copy=False)
+    try:
+        ufunc.at(target, position, updates)
+        return
+    except (TypeError, NotImplementedError):
+        pass
+    dtype = np.dtype(target.dtype)
+    if mode == "sub" and dtype.kind in "iufc":
+        accumulate_at(xp, "add", target, position, -updates)
+        return
+    if mode == "add" and dtype.kind == "c":
+        real, imag = target.real.copy(), target.imag.copy()
+        accumulate_at(xp, "add", real, position, updates.real)
+        accumulate_at(xp, "add", imag, position, updates.imag)
+        target[...] = real + 1j * imag
+        return
+    wider = _ACCUMULATE_AS.get((mode, dtype.str[1:]))
+    if wider is not None and wider.itemsize == dtype.itemsize:   # the same bits, another type
+        ufunc.at(target.view(wider), position, updates.view(wider))
+        return
+    if wider is not None:
+        wide = target.astype(wider)
+        ufunc.at(wide, position, updates.astype(wider))
+        target[...] = wide.astype(dtype)
+        return
+    host = xp.asnumpy(target)
+    getattr(np, SCATTER_UFUNCS[mode]).at(host, tuple(xp.asnumpy(p) if not isinstance(p, slice) else p
+                                                     for p in position), xp.asnumpy(updates))
+    target[...] = xp.asarray(host)
+
+
+# (mode, dtype) -> the type cupy's ufunc.at runs it in, giving the same values (see accumulate_at).
+# Same-size entries reinterpret the bits (a view) instead of converting.
+_ACCUMULATE_AS = {
+    **{("add", code): np.dtype(np.int32) for code in ("i1", "i2")},
+    **{("add", code): np.dtype(np.uint32) for code in ("u1", "u2")},
+    ("add", "i8"): np.dtype(np.uint64),
+    **{(mode, code): np.dtype(np.int32) for mode in ("max", "min") for code in ("i1", "i2", "u1", "u2")},
+    **{(mode, "f2"): np.dtype(np.float32) for mode in ("max", "min")},
+}
 
 
 # --- dtype limits ---------------------------------------------------------------------------------

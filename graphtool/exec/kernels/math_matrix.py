@@ -73,20 +73,27 @@ def cholesky(ctx, x):
         return xp.zeros_like(x)
     # Only the lower triangle is read: the factorization sees its Hermitian completion.
     hermitian = xp.tril(x) + _adjoint(xp, xp.tril(x, -1))
-    try:
-        return xp.linalg.cholesky(hermitian)
-    except LinAlgError:
-        pass
     n = x.shape[-1]
-    flat = hermitian.reshape((-1, n, n))
     failed = xp.tril(xp.full((n, n), xp.nan, dtype=x.dtype))
-    factors = []
-    for matrix in flat:
-        try:
-            factors.append(xp.linalg.cholesky(matrix))
-        except LinAlgError:
-            factors.append(failed)
-    return xp.stack(factors).reshape(x.shape)
+    try:
+        factors = xp.linalg.cholesky(hermitian)
+    except LinAlgError:   # numpy: one failed matrix fails the batch; factor them one by one
+        flat = hermitian.reshape((-1, n, n))
+        each = []
+        for matrix in flat:
+            try:
+                each.append(xp.linalg.cholesky(matrix))
+            except LinAlgError:
+                each.append(failed)
+        return xp.stack(each).reshape(x.shape)
+    # cupy does not raise (cuSOLVER's status is not checked unless asked): a matrix that is not
+    # positive definite comes back partly factored, with a NaN or non-positive diagonal entry
+    # where the factorization stopped. numpy's LAPACK fails on exactly those (a NaN pivot too).
+    diagonal = xp.diagonal(factors, axis1=-2, axis2=-1).real
+    not_factored = ~(diagonal > 0).all(axis=-1)
+    if bool(not_factored.any()):
+        factors = xp.where(not_factored[..., None, None], failed, factors)
+    return factors
 
 
 @math_kernel("Qr", expensive=True)

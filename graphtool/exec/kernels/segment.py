@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array_common import first_true, highest, host_int, lowest, position_str, scatter_rows, shape_str
+from .array_common import accumulate_at, first_true, highest, host_int, lowest, position_str, scatter_rows, shape_str
 from .registry import CPU, kernel
 
 # Half-precision segments are accumulated in float32 (TensorFlow's CPU kernels do the same for the
@@ -83,7 +83,7 @@ def _counts(xp, ids, count: int):
     """How many entries of `ids` name each of the `count` segments."""
     tally = xp.zeros((count,), dtype=xp.int64)
     if ids.size:
-        xp.add.at(tally, ids.astype(xp.int64), 1)
+        accumulate_at(xp, "add", tally, ids.astype(xp.int64), 1)
     return tally
 
 
@@ -248,7 +248,7 @@ def _bin_counts(ctx, values, size: int, weights, dtype, binary: bool):
     if binary:
         result[position] = 1
     else:
-        xp.add.at(result, position, amounts[kept])
+        accumulate_at(xp, "add", result, position, amounts[kept])
     return result
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array_common import first_true, host_ints, shape_str, stable_argsort
+from .array_common import accumulate_at, first_true, host_ints, shape_str, stable_argsort
 from .registry import kernel
 
 
@@ -33,7 +33,7 @@ def sparse_fill_empty_rows(ctx, indices, values, dense_shape, default_value):
     if bad is not None:
         ctx.fail(f"indices({bad}, 0) is invalid: {int(rows[bad])} >= {shape[0]}")
     per_row = xp.zeros((shape[0],), dtype=np.int64)
-    xp.add.at(per_row, rows, 1)
+    accumulate_at(xp, "add", per_row, rows, 1)
     empty = per_row == 0
     # Every row takes max(count, 1) slots; entries of a row follow each other in input order.
     slots = xp.maximum(per_row, 1)
