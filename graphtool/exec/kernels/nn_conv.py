@@ -26,7 +26,7 @@ from .nn_common import (batch_and_channel_entries, from_channels_last, host_ints
                         shape_text, spatial_entries, to_channels_last, upcast)
 from .nn_conv_shifted import (depthwise_rows_applies, depthwise_rows_forward, pointwise_applies, pointwise_forward,
                               shifted_applies, shifted_forward)
-from .nn_window import (Window, accumulate_taps, explicit_pads, image_blocks, make_window, output_blocks,
+from .nn_window import (Window, accumulate_taps, chunk_bytes, explicit_pads, image_blocks, make_window, output_blocks,
                         pad_spatial, window_view)
 from .registry import kernel
 from ..thread_budget import granted_threads, parallel_for
@@ -106,7 +106,7 @@ def _depthwise_tap_gradients(xp, grad, filt, channels: int):
 
 def conv_forward(xp, image, filt, window: Window, groups: int):
     """[N, *in, C] convolved with [*taps, Cg, O] -> [N, *out, O]: an im2col matmul per block of
-    output rows, so the unrolled windows never take more than about CHUNK_BYTES. Stride-1 2-D
+    output rows, so the unrolled windows never take more than about chunk_bytes(xp). Stride-1 2-D
     convolutions of few channels take the per-tap engine instead, 1x1 ones a plain product and
     stride-1 depthwise ones of few channels a row engine (no im2col copy: nn_conv_shifted)."""
     if shifted_applies(xp, window, filt.shape, groups):
@@ -129,7 +129,7 @@ def conv_forward(xp, image, filt, window: Window, groups: int):
             target[...] = _group_matmul(xp, _im2col(patches[block], groups), weights).reshape(target.shape)
     # Blocks of output rows are independent: they run on the threads granted to the kernel.
     parallel_for(compute, output_blocks(window, batch, window.tap_count * image.shape[-1] * image.itemsize,
-                                        granted_threads()), xp)
+                                        granted_threads(), chunk_bytes(xp)), xp)
     return result
 
 
@@ -137,7 +137,8 @@ def conv_backprop_input(xp, grad, filt, window: Window, groups: int, batch: int,
     """The gradient of conv_forward with respect to its [N, *in, C] input, a block of images at a
     time on the threads granted to the kernel (each image's sums are its own: any split gives the
     same bits)."""
-    blocks = image_blocks(batch, prod(window.padded_sizes) * channels * grad.itemsize, granted_threads())
+    blocks = image_blocks(batch, prod(window.padded_sizes) * channels * grad.itemsize, granted_threads(),
+                          chunk_bytes(xp))
     if len(blocks) <= 1:   # allocated last, the result reuses the freed tap products' memory
         return _backprop_input_images(xp, grad, filt, window, groups, channels, None)
     result = xp.empty((batch, *window.in_sizes, channels), grad.dtype)
@@ -176,7 +177,7 @@ def conv_backprop_filter(xp, image, grad, window: Window, groups: int, filter_sh
         return _depthwise_filter_gradient(xp, patches, grad)
     out_channels = filter_shape[-1]
     bytes_per_output = window.tap_count * image.shape[-1] * image.itemsize
-    blocks = output_blocks(window, image.shape[0], bytes_per_output)
+    blocks = output_blocks(window, image.shape[0], bytes_per_output, chunk=chunk_bytes(xp))
     parts: list = [None] * len(blocks)   # each block's product, filled by compute()
 
     def compute(index):
