@@ -28,6 +28,17 @@ class RuntimeFailure(DftoolError):
     exit_code = 1
 
 
+class OutOfRangeError(RuntimeFailure):
+    """TensorFlow's OutOfRange: an input ran out (a dequeue on a closed queue with too few
+    elements, a reader whose filename queue is closed and empty). A multi-step run ends cleanly
+    on it, as TF input pipelines end."""
+
+
+class CancelledError(RuntimeFailure):
+    """TensorFlow's Cancelled: a waiting operation was cancelled (its queue was closed with
+    cancel_pending_enqueues, its step failed or timed out, or its session was closed)."""
+
+
 class UsageError(DftoolError):
     """A bad flag, or a node/feed/fetch/pass name that does not exist (exit 2)."""
 

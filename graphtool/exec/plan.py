@@ -22,8 +22,11 @@ if TYPE_CHECKING:   # devices.py asks this module which ops run without a kernel
 
 # How the executor treats a node (plain ints: compared in the hot loop). The kinds from ENTER up
 # move values between frames or iterations; the others deliver within their own iteration.
-# SEND/RECV are the transfer nodes of a partitioned graph (they meet in a Rendezvous).
-NORMAL, MERGE, SWITCH, LOOP_COND, CONTROL_TRIGGER, FED, SEND, RECV, ENTER, EXIT, NEXT_ITERATION = range(11)
+# SEND/RECV are the transfer nodes of a partitioned graph (they meet in a Rendezvous). ASYNC items
+# run an asynchronous kernel (registry.py): started by the scheduling loop, finished by a callback.
+NORMAL, MERGE, SWITCH, LOOP_COND, CONTROL_TRIGGER, FED, SEND, RECV, ASYNC, ENTER, EXIT, NEXT_ITERATION = range(12)
+# Kinds that finish later, through the step's completion queue, without holding a thread.
+WAITING_KINDS = (RECV, ASYNC)
 _KIND_OF_OP = {
     "Merge": MERGE, "RefMerge": MERGE, "Switch": SWITCH, "RefSwitch": SWITCH,
     "Enter": ENTER, "RefEnter": ENTER, "Exit": EXIT, "RefExit": EXIT,
@@ -78,8 +81,8 @@ class Item:
     num_inputs: int
     num_control_inputs: int
     num_outputs: int
-    kernel: Kernel = _runs_no_kernel   # bound kernel callable (NORMAL items)
-    ctx: KernelContext | None = None   # bound with the kernel (NORMAL items)
+    kernel: Kernel = _runs_no_kernel   # bound kernel callable (NORMAL and ASYNC items)
+    ctx: KernelContext | None = None   # bound with the kernel (NORMAL and ASYNC items)
     expensive: bool = False
     intra_op: bool = False       # splits its own work over the threads it is granted
     # Nodes whose result needs no kernel call (CPU only): FORWARDS passes its input on (Identity),
@@ -226,6 +229,8 @@ def _bind_kernel(item: Item, device) -> None:
     item.ctx = KernelContext(device.xp, node.name, node.op, output_dtypes, device)
     item.expensive = kernel_def.expensive
     item.intra_op = kernel_def.intra_op
+    if kernel_def.asynchronous:
+        item.kind = ASYNC
     if node.op in _CONSTANTS:
         _bind_constant(item)
     elif device.kernel_device_type == "CPU" and node.op in _FORWARDING and item.kernel is kernel_def.fn:

@@ -91,14 +91,74 @@ class step_scope:
         _current.resources = self.previous
 
 
+class CancellationManager:
+    """Where operations that wait (a blocking dequeue, an enqueue into a full queue) register how
+    to stop waiting, as TensorFlow's CancellationManager: `cancel(error)` calls every registered
+    callback once with `error`; a registration after the cancellation is refused (None), so the
+    caller fails at once instead of waiting for nothing."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._callbacks: dict[int, Callable[[BaseException], None]] = {}
+        self._tokens = itertools.count()
+        self.error: BaseException | None = None   # set once cancelled
+
+    def register(self, callback: Callable[[BaseException], None]) -> int | None:
+        """A token for `callback`, or None when cancellation has already started."""
+        with self._lock:
+            if self.error is not None:
+                return None
+            token = next(self._tokens)
+            self._callbacks[token] = callback
+            return token
+
+    def deregister(self, token: int | None) -> None:
+        if token is not None:
+            with self._lock:
+                self._callbacks.pop(token, None)
+
+    def cancel(self, error: BaseException) -> None:
+        """Cancel everything registered, now and later (callbacks run on this thread, without
+        the lock held: they may finish operations that call back into the step)."""
+        with self._lock:
+            if self.error is not None:
+                return
+            self.error = error
+            callbacks, self._callbacks = list(self._callbacks.values()), {}
+        for callback in callbacks:
+            callback(error)
+
+
 class SessionResources(ResourceContainer):
-    """What lives as long as a Session: variables, random generators."""
+    """What lives as long as a Session: variables, random generators, queues and readers."""
+
+    def __init__(self):
+        super().__init__()
+        # Cancelled when the session closes: operations waiting in any of its steps stop.
+        self.cancellation = CancellationManager()
+
+    def close(self, error: BaseException | None = None) -> None:
+        """Close the session's resources: every waiting operation (in any step) fails with
+        `error` (a CancelledError by default), and resources that hold threads' attention
+        (queues) are closed. Idempotent."""
+        if error is None:
+            from ..errors import CancelledError
+
+            error = CancelledError("Session has been closed.")
+        self.cancellation.cancel(error)
+        with self._lock:
+            resources = list(self._resources.values())
+        for resource in resources:
+            close = getattr(resource, "session_closed", None)
+            if close is not None:
+                close(error)
 
 
 class StepResources(ResourceContainer):
-    """What lives for one step (TensorArrays, stacks), plus the session's container."""
+    """What lives for one step (TensorArrays, stacks), plus the session's container. Its
+    `cancellation` stops the step's waiting operations when the step fails or times out."""
 
     def __init__(self, session: SessionResources | None = None):
         super().__init__()
         self.session = session if session is not None else SessionResources()
-
+        self.cancellation = CancellationManager()

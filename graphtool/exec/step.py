@@ -12,12 +12,12 @@ from collections import deque
 
 import numpy as np
 
-from ..errors import RuntimeFailure
+from ..errors import CancelledError, OutOfRangeError, RuntimeFailure
 from . import step_errors, straight_line, thread_budget, transfer
 from .dead import DEAD
 from .frames import FETCHED, RAN, TARGET, FrameDelivery, FrameState
-from .plan import (BIG_INPUT, ENTER, EXIT, FED, FORWARDS, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH, Item,
-                   call_kernel)
+from .plan import (ASYNC, BIG_INPUT, ENTER, EXIT, FED, FORWARDS, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH,
+                   Item, call_kernel)
 from .resources import step_scope
 from .step_errors import StepTimeout
 
@@ -239,13 +239,23 @@ class Step(FrameDelivery):
     def _drain(self, error: BaseException) -> None:
         if self.rendezvous is not None:  # wake Recvs still waiting, here and on other devices
             self.rendezvous.abort(error, self.participant)
+        self._cancel_waiting(error)
         while self.in_flight:
             self.completions.get()
             self.in_flight -= 1
 
+    def _cancel_waiting(self, error: BaseException) -> None:
+        """Stop this step's asynchronous kernels still waiting (a dequeue, an enqueue into a
+        full queue): they finish at once with `error`."""
+        cancellation = getattr(self.resources, "cancellation", None)
+        if cancellation is not None:
+            cancellation.cancel(error)
+
     def _wait_for_completion(self) -> None:
         if self.rendezvous is not None:
             transfer.before_waiting(self)
+        if self.error is not None:   # nothing new starts: wake what waits, then collect it
+            self._cancel_waiting(self.error)
         while True:
             try:
                 tagged, outputs, error = self.completions.get(timeout=0.05)
@@ -270,6 +280,7 @@ class Step(FrameDelivery):
             self.ready.clear()
             if self.rendezvous is not None:  # wake this step's Recvs, and the other devices'
                 self.rendezvous.abort(self.error, self.participant)
+            self._cancel_waiting(self.error)
 
     # --- running one node ---------------------------------------------------------------------
     def _wants_pool(self, item: Item, inputs) -> bool:
@@ -383,17 +394,56 @@ class Step(FrameDelivery):
         elif kind == SEND or kind == RECV:  # transfer nodes run even when their inputs are dead
             transfer.run_transfer(self, tagged, inputs, is_dead)
             return
+        elif kind == ASYNC:
+            if is_dead:
+                outputs = item.dead_outputs
+            else:
+                self._start_async(tagged, inputs)
+                return
         elif kind == FED:
             outputs = self.feeds[item]
         else:  # ControlTrigger: live even when its inputs are dead
             outputs, is_dead = (), False
         self._finish(tagged, outputs, is_dead)
 
+    def _start_async(self, tagged, inputs) -> None:
+        """Start an asynchronous kernel (registry.py): it counts as in flight, holding no thread,
+        until its `done` callback hands the result to the scheduling loop through the completion
+        queue, from whichever thread calls it (once; later calls are ignored)."""
+        item = tagged[0]
+        completions = self.completions
+        called = []
+
+        def done(outputs=(), error: BaseException | None = None) -> None:
+            if called:
+                return
+            called.append(True)
+            if error is None:
+                if type(outputs) is not tuple:
+                    outputs = (outputs,)
+                if len(outputs) != item.num_outputs:
+                    error = RuntimeFailure(f"kernel returned {len(outputs)} outputs, the op has {item.num_outputs}")
+            if error is not None:
+                completions.put((tagged, None, self._kernel_error(item, inputs, error)))
+            else:
+                completions.put((tagged, outputs, None))
+
+        self.in_flight += 1
+        self.running[id(tagged)] = tagged
+        try:
+            item.kernel(item.ctx, done, *inputs)
+        except BaseException as exc:   # failed before it could wait
+            done(error=exc)
+
     def _kernel_error(self, item: Item, inputs, exc: BaseException) -> BaseException:
         if isinstance(exc, (KeyboardInterrupt, SystemExit, NumericsError)):
             return exc
         described = ", ".join(_describe(v) for v in inputs) or "no inputs"
         message = " ".join(str(exc).split()) or type(exc).__name__
+        if isinstance(exc, (OutOfRangeError, CancelledError)):
+            # TensorFlow's error codes the caller tells apart (OutOfRange ends an input
+            # pipeline, Cancelled a closed queue): the same class, with the node named.
+            return type(exc)(f"node '{item.name}' ({item.node.op}): {message}", hint=exc.hint)
         return RuntimeFailure(f"node '{item.name}' ({item.node.op}) failed on inputs [{described}]: {message}")
 
     # --- results ------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ from time import perf_counter_ns
 
 from . import transfer
 from .step import Step
-from .plan import RECV, SEND
+from .plan import RECV, SEND, WAITING_KINDS
 from .step_stats import NodeExecution, StepStats, TensorInfo
 
 SCHEDULER_LANE = "scheduler"
@@ -127,7 +127,7 @@ class TracedStep(Step):
     def _process(self, tagged) -> None:
         # Control-flow and transfer nodes finish within _process, except a _Recv, which finishes
         # when its value arrives: its start is kept by node instance.
-        if tagged[0].kind == RECV:
+        if tagged[0].kind in WAITING_KINDS:   # a _Recv or an asynchronous kernel
             self._starts[id(tagged)] = perf_counter_ns()
         else:
             self._inline_start = perf_counter_ns()
@@ -181,7 +181,7 @@ class TracedStep(Step):
         span = getattr(outputs, "span", None)
         if span is not None:                    # a kernel that ran on a pool thread
             return span
-        if tagged[0].kind == RECV:              # a _Recv: from when it began to wait
+        if tagged[0].kind in WAITING_KINDS:     # a _Recv or async kernel: from when it began to wait
             return self._starts.pop(id(tagged), now), now, _RENDEZVOUS_THREAD
         return now, now, self._scheduler        # a dead node: it ran nothing
 

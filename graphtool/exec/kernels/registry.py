@@ -12,6 +12,17 @@ and its inputs positionally, plus the attrs it names as keyword-only parameters 
 the plan is compiled, with the registry's defaults applied). It returns one array for a
 single-output op, or a tuple with one array per output.
 
+Asynchronous kernels (`asynchronous=True`: ops that may wait, e.g. a dequeue from an empty queue)
+take a `done` callback after the context and return nothing; they call `done(outputs)` or
+`done(error=exc)` exactly once, now or later from whichever thread makes progress possible:
+
+    @kernel("QueueDequeueV2", asynchronous=True)
+    def dequeue(ctx, done, handle, *, component_types, timeout_ms):
+        queue_of(ctx, handle).dequeue(ctx, done)
+
+While one waits it holds no executor thread (the step counts it in flight, as a _Recv). What it
+must keep from the step (its containers, `ctx.resources`) it takes before returning.
+
 Control-flow ops (Switch, Merge, Enter, Exit, NextIteration, LoopCond) have no kernels: the
 executor's frame logic runs them.
 """
@@ -45,9 +56,12 @@ class KernelDef:
     # Kernels that keep state between steps or touch resources (TensorArrays, stacks, variables)
     # receive the step's resource manager through ctx.resources.
     extra: dict = field(default_factory=dict)
+    # Called as fn(ctx, done, *inputs, **attrs); finishes by calling done (see the module doc).
+    asynchronous: bool = False
 
 
-def kernel(*ops: str, devices: tuple[str, ...] = (CPU, GPU), expensive: bool = False, intra_op: bool = False):
+def kernel(*ops: str, devices: tuple[str, ...] = (CPU, GPU), expensive: bool = False, intra_op: bool = False,
+           asynchronous: bool = False):
     """Register the decorated function as the kernel of each op in `ops` on each device type."""
     def register(fn):
         params = inspect.signature(fn).parameters.values()
@@ -57,7 +71,8 @@ def kernel(*ops: str, devices: tuple[str, ...] = (CPU, GPU), expensive: bool = F
                 key = (op, device_type)
                 if key in _KERNELS:
                     raise ValueError(f"kernel for {op} on {device_type} registered twice")
-                _KERNELS[key] = KernelDef(op, device_type, fn, attr_names, expensive, intra_op)
+                _KERNELS[key] = KernelDef(op, device_type, fn, attr_names, expensive, intra_op,
+                                          asynchronous=asynchronous)
         return fn
     return register
 
