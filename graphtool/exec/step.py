@@ -412,7 +412,7 @@ class Step(FrameDelivery):
         queue, from whichever thread calls it (once; later calls are ignored)."""
         item = tagged[0]
         completions = self.completions
-        called = []
+        called: list[bool] = []
 
         def done(outputs=(), error: BaseException | None = None) -> None:
             if called:
