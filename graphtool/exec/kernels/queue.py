@@ -33,6 +33,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -92,7 +93,7 @@ class Queue:
         self.shapes = shapes
         self.lock = threading.Lock()
         self.closed = False
-        self.elements: deque = deque()
+        self.elements: Any = deque()   # (a list in ShuffleQueue)
         self.enqueues: deque[Attempt] = deque()
         self.dequeues: deque[Attempt] = deque()
 
@@ -197,6 +198,7 @@ class Queue:
 
     # --- the lines ----------------------------------------------------------------------------
     def _add(self, line: deque, attempt: Attempt, managers, what: str) -> None:
+        refused = False
         with self.lock:
             for manager in managers:
                 token = manager.register(lambda error, a=attempt: self._cancel(a, what))
@@ -204,12 +206,12 @@ class Queue:
                     for registered, registered_token in attempt.tokens:
                         registered.deregister(registered_token)
                     attempt.tokens = []
+                    refused = True
                     break
                 attempt.tokens.append((manager, token))
-            else:
-                line.append(attempt)
-                attempt = None   # type: ignore[assignment]   (it waits in its line)
-        if attempt is not None:
+            if not refused:
+                line.append(attempt)   # it waits in its line until it can run
+        if refused:
             attempt.done(error=CancelledError(f"{what} operation was cancelled"))
             return
         self._flush()
@@ -282,7 +284,7 @@ class Queue:
             if batch:
                 outputs.append(np.stack([element[index] for element in batch]))
             else:
-                outputs.append(np.zeros((0, *self.shapes[index].as_list()), dtype=dtype))
+                outputs.append(np.zeros([0] + [int(d or 0) for d in self.shapes[index].as_list()], dtype=dtype))
         return tuple(outputs)
 
     # --- checks -------------------------------------------------------------------------------
@@ -387,7 +389,7 @@ class PaddingQueue(Queue):
             fill = b"" if dtype == object else 0
             out = np.full((len(values), *shape), fill, dtype=dtype)
             for row, value in enumerate(values):
-                out[(row, *tuple(slice(0, n) for n in value.shape))] = value
+                out[row][tuple(slice(0, n) for n in value.shape)] = value
             outputs.append(out)
         return tuple(outputs)
 
@@ -406,7 +408,7 @@ class ShuffleQueue(Queue):
         self.generator = Philox.from_seeds(seed, seed2)
         self.samples: list[int] = []
         self.calls = 0
-        self.elements: list = []   # type: ignore[assignment]   (random access)
+        self.elements = []   # random access (a list, where the FIFO queues keep a deque)
 
     def check_matches(self, kind, capacity, dtypes, shapes, min_after_dequeue=0, seeds=(0, 0)) -> None:
         super().check_matches(kind, capacity, dtypes, shapes)
