@@ -340,7 +340,7 @@ class Queue:
                 raise KernelError(f"Shape mismatch in tuple component {index}. Expected "
                                   f"{Shape([batch]).concatenate(self.shapes[index])}, got {Shape(value.shape)}")
         copies = [_private(value) for value in components]
-        return [tuple(copy[i] for copy in copies) for i in range(batch or 0)]
+        return [tuple(copy[i, ...] for copy in copies) for i in range(batch or 0)]   # 0-d arrays, not scalars
 
     def check_many_dequeue(self) -> None:
         if not self.shapes:
@@ -456,21 +456,28 @@ def _handle_output(container: str, name: str, legacy: bool):
     return handle
 
 
-def _make_queue(ctx, make: Callable[[str], Queue], matches: Callable[[Queue], None], container: str,
-                shared_name: str, legacy: bool):
+def session_resource(ctx, kind: str, container: str, shared_name: str, make: Callable[[str], Any]):
+    """(container, name, resource): the session's `kind` resource (a queue, a reader) a resource
+    op names, made by `make(name)` on first use. Its name is `shared_name`, or for a private one
+    "_<N>_<node name>" as TensorFlow names it (N: a process-wide counter), fixed per session."""
     session = ctx.resources.session
     container = container or _DEFAULT_CONTAINER
-    name = shared_name or session.lookup_or_create(("QueueName", ctx.node_name),
+    name = shared_name or session.lookup_or_create((kind + "Name", ctx.node_name),
                                                    lambda: f"_{next(_names)}_{ctx.node_name}")
+    return container, name, session.lookup_or_create((kind, container, name), lambda: make(name))
+
+
+def _make_queue(ctx, make: Callable[[str], Queue], matches: Callable[[Queue], None], container: str,
+                shared_name: str, legacy: bool):
     created: list[Queue] = []
 
-    def create() -> Queue:
+    def create(name: str) -> Queue:
         queue = make(name)
         queue.check_new()
         created.append(queue)
         return queue
 
-    queue = session.lookup_or_create(("Queue", container, name), create)
+    container, name, queue = session_resource(ctx, "Queue", container, shared_name, create)
     if not isinstance(queue, Queue):
         ctx.fail(f"resource {container}/{name} is not a queue")
     if not created:
