@@ -93,7 +93,11 @@ class Recorder:
             values = self.session.run(list(fetches) + list(targets))
         except tf.errors.OpError as exc:
             entry["error"] = type(exc).__name__   # OutOfRangeError, CancelledError, ...
-            entry["message"] = exc.message.splitlines()[0]
+            # The error's own line: the one after "Node: '<name>'" (TF puts "Graph execution
+            # error:", where the node was defined and "[[{{node ...}}]]" around it).
+            lines = [line.strip() for line in exc.message.splitlines()]
+            after = [lines[i + 1] for i, line in enumerate(lines[:-1]) if line.startswith("Node: ")]
+            entry["message"] = after[-1] if after else lines[-1]
             return None
         values = values[:len(fetches)]
         for name, value in zip(fetches, values):

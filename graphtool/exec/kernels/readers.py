@@ -7,7 +7,8 @@ file at a time; when it has no file, or its file is exhausted, it dequeues the n
 the queue given to ReaderRead (a queue of scalar strings). Reads wait for a filename without
 holding a thread: ReaderReadV2 is an asynchronous kernel and the filename dequeue an ordinary
 queue attempt. A closed, empty filename queue ends the reads with the queue's OutOfRange error
-(ReaderReadUpTo first returns what it has read, if anything). Reads of one reader run one at a
+(ReaderReadUpTo returns up to n records of ONE file: at the end of a file it returns what it
+has, and moves to the next file only when it has nothing yet). Reads of one reader run one at a
 time, in the order they started, as TensorFlow's ReaderBase holds its mutex over a read.
 
 Keys and values as TensorFlow makes them (reader_base.cc and the reader kernels):
@@ -112,11 +113,12 @@ class _Read:
         try:
             while len(self.keys) < self.count:
                 record = reader.next_record()
-                if record is None:
-                    if reader.records is None:   # no file (any more): ask the queue for the next
-                        self.queue.dequeue(self.cancellation, 1, False, False, self._got_filename)
-                        return
-                    continue
+                if record is None:   # the file has no (more) records
+                    if self.keys:    # ReadUpTo returns what one file gave (as TF's ReaderBase)
+                        break
+                    # Nothing yet: ask the queue for the next file.
+                    self.queue.dequeue(self.cancellation, 1, False, False, self._got_filename)
+                    return
                 self.keys.append(record[0])
                 self.values.append(record[1])
                 reader.produced += 1
