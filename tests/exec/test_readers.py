@@ -111,3 +111,15 @@ def test_bad_reader_attrs_name_the_node():
     graph = _reader_graph("TFRecordReaderV2", compression_type="LZ4")
     with pytest.raises(DftoolError, match="node 'reader'.*compression_type 'LZ4' is not supported"):
         Session(graph).run(["completed:0"])
+
+
+@pytest.mark.parametrize("reader, attrs", [("WholeFileReaderV2", {}), ("TextLineReaderV2", {}),
+                                           ("FixedLengthRecordReaderV2", {"record_bytes": 4})])
+def test_an_endless_file_is_refused_naming_it(monkeypatch, reader, attrs):
+    from graphtool import limits
+
+    monkeypatch.setattr(limits.current(), "max_input_bytes", 1 << 20)
+    monkeypatch.setattr(limits.current(), "max_tensor_bytes", 1 << 20)
+    session = _session(_reader_graph(reader, **attrs), "/dev/zero")
+    with pytest.raises(DftoolError, match="node 'read'.*/dev/zero"):
+        session.run(["read:1"], timeout=30)

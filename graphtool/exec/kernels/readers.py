@@ -11,6 +11,10 @@ queue attempt. A closed, empty filename queue ends the reads with the queue's Ou
 has, and moves to the next file only when it has nothing yet). Reads of one reader run one at a
 time, in the order they started, as TensorFlow's ReaderBase holds its mutex over a read.
 
+Files are read within dftool's bounds (graphtool/limits.py): a whole file (WholeFileReader,
+FixedLengthRecordReader, a ZLIB stream inflated) within the input bound, one record or line
+within the tensor bound, so an endless stream (/dev/zero) fails naming the file.
+
 Keys and values as TensorFlow makes them (reader_base.cc and the reader kernels):
 - TFRecordReader: key "<file>:<byte offset of the record>", value the record; the length and data
   masked CRC-32C are checked (DataLoss "corrupted record at <offset>"); compression_type "", "ZLIB"
@@ -34,8 +38,10 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from ... import limits
 from ...checkpoint.crc import crc32c, mask
 from ...errors import RuntimeFailure
+from ...graph_io import read_bounded
 from .queue import QueueHandle, managers, queue_of, session_resource
 from .registry import CPU, KernelError, kernel
 
@@ -170,8 +176,21 @@ def _open_bytes(filename: str, compression: str) -> io.BufferedIOBase:
         return gzip.open(filename, "rb")
     if compression == "ZLIB":
         with open(filename, "rb") as raw:
-            return io.BytesIO(zlib.decompress(raw.read()))
+            compressed = read_bounded(raw, filename)
+        limit = limits.current().max_input_bytes
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(compressed, limit + 1)
+        if len(data) > limit:   # a small file inflating without end
+            raise KernelError(f"{filename}: inflates to more than the input bound of {limits.describe_bytes(limit)}")
+        return io.BytesIO(data)
     return open(filename, "rb")
+
+
+def _read_all(stream, filename: str) -> bytes:
+    """A whole (decompressed) file, within the input bound (an endless stream such as /dev/zero
+    fails naming the file instead of filling memory)."""
+    with stream:
+        return read_bounded(stream, filename)
 
 
 def _check_compression(ctx, value: str, what: str) -> None:
@@ -200,6 +219,10 @@ class TFRecordReader(Reader):
                 length, length_crc = struct.unpack("<QI", header)
                 if mask(crc32c(header[:8])) != length_crc:
                     raise DataLossError(f"corrupted record at {offset} in {filename} (length checksum mismatch)")
+                if length > limits.current().max_tensor_bytes:
+                    raise DataLossError(f"record at {offset} in {filename} claims {limits.describe_bytes(length)}, "
+                                        f"more than the tensor bound of "
+                                        f"{limits.describe_bytes(limits.current().max_tensor_bytes)}")
                 data = stream.read(length)
                 footer = stream.read(4)
                 if len(data) < length or len(footer) < 4:
@@ -220,8 +243,15 @@ class TextLineReader(Reader):
     def _lines(filename: str, stream, skip: int) -> Iterator[tuple[bytes, bytes]]:
         key_prefix = filename.encode("utf-8", "surrogateescape") + b":"
         number = 0
+        limit = limits.current().max_tensor_bytes
         with stream:
-            for line in stream:
+            while True:
+                line = stream.readline(limit + 1)   # a line is a tensor: within the bound
+                if not line:
+                    return
+                if len(line) > limit:
+                    raise KernelError(f"{filename}: line {number + 1} is longer than the tensor bound of "
+                                      f"{limits.describe_bytes(limit)}")
                 number += 1
                 if number <= skip:
                     continue
@@ -236,9 +266,7 @@ class FixedLengthRecordReader(Reader):
     kind = "FixedLengthRecordReader"
 
     def open(self, filename: str) -> Iterator[tuple[bytes, bytes]]:
-        with _open_bytes(filename, self.attrs["encoding"]) as stream:
-            data = stream.read()
-        return self._records(filename, data)
+        return self._records(filename, _read_all(_open_bytes(filename, self.attrs["encoding"]), filename))
 
     def _records(self, filename: str, data: bytes) -> Iterator[tuple[bytes, bytes]]:
         header, record, footer = (self.attrs[k] for k in ("header_bytes", "record_bytes", "footer_bytes"))
@@ -256,8 +284,7 @@ class WholeFileReader(Reader):
     kind = "WholeFileReader"
 
     def open(self, filename: str) -> Iterator[tuple[bytes, bytes]]:
-        with open(filename, "rb") as stream:
-            data = stream.read()
+        data = _read_all(open(filename, "rb"), filename)
         return iter([(filename.encode("utf-8", "surrogateescape"), data)])
 
 
