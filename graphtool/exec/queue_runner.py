@@ -106,12 +106,28 @@ class QueueRunner:
         self.enqueues = 0   # enqueue ops that completed, all threads together
 
     @property
+    def name(self) -> str:
+        """What the runner runs, for messages: its enqueue op (and how many threads)."""
+        ops = list(dict.fromkeys(self.enqueue_ops))
+        return ", ".join(ops) + (f" ({len(self.enqueue_ops)} threads)" if len(self.enqueue_ops) > 1 else "")
+
+    @property
     def stopping(self) -> bool:
         return self._stop.is_set()
 
+    def error(self) -> BaseException | None:
+        """The first error a thread kept (None: none so far); join() re-raises it."""
+        with self._lock:
+            return self.errors[0] if self.errors else None
+
     def start(self) -> "QueueRunner":
-        if self._threads:
-            raise RuntimeError("this queue runner was started already")
+        """Start the threads. A runner that was stopped (or whose threads ended) may start again
+        (e.g. after a restart): its earlier errors are dropped."""
+        if any(thread.is_alive() for thread in self._threads):
+            raise RuntimeError(f"queue runner for {self.name} is running already")
+        self._threads, self._stop = [], threading.Event()
+        with self._lock:
+            self.errors = []
         self._running = len(self.enqueue_ops)
         for index, op in enumerate(self.enqueue_ops):
             thread = threading.Thread(target=self._run, args=(op,), daemon=True,
@@ -194,8 +210,7 @@ class QueueRunner:
         """Wait for the threads to end; re-raise the first error one of them kept."""
         for thread in self._threads:
             thread.join(timeout)
-        with self._lock:
-            error = self.errors[0] if self.errors else None
+        error = self.error()
         if error is not None:
             raise error
 

@@ -312,3 +312,21 @@ def test_queue_runner_keeps_errors_for_join():
     with pytest.raises(DftoolError, match="not finite"):
         runner.join(10)
     runner.stop()
+
+
+def test_queue_runner_reports_errors_and_restarts():
+    b = GraphBuilder()
+    q = b.op("FIFOQueueV2", [], name="q", component_types=[dtypes.int32], capacity=3)
+    b.op("QueueEnqueueV2", [q, [b.const(np.int32(1))]], name="enqueue")
+    b.op("QueueDequeueV2", [q], name="dequeue", component_types=[dtypes.int32])
+    session = Session(b.graph)
+    runner = QueueRunner(session, ["enqueue"], 2)
+    assert runner.name == "enqueue (2 threads)" and runner.error() is None
+    runner.start()
+    assert int(session.run(["dequeue:0"], timeout=10).values[0]) == 1
+    runner.stop()   # the runners wait on a full queue: cancelled, not an error
+    runner.join(5)
+    assert runner.error() is None and runner.running == 0
+    runner.start()  # again (the queue is closed now: the threads end at once, without error)
+    runner.join(5)
+    assert runner.error() is None
