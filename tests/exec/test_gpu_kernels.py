@@ -253,7 +253,76 @@ def test_tables_on_strict_gpu_double_match_cpu(tmp_path):
     assert sorted(zip(gpu[1].tolist(), gpu[2].tolist())) == [(b"a", 4), (b"c", 6)]
 
 
-STATEFUL_OPS = {node.op for graph in (variables_graph(), stack_and_gradient_array_graph(), tables_graph(),
+def queues_graph():
+    """Every queue and reader op (V2 and legacy): `fill_<v>` enqueues, `take_<v>` dequeues,
+    `read` reads the file names queued in `files` (fed `names`)."""
+    b = GraphBuilder()
+    int32, string = dtypes.as_dtype("int32"), dtypes.as_dtype("string")
+    for suffix in ("V2", ""):
+        queues = [b.op(f"FIFOQueue{suffix}", [], name=f"fifo{suffix}", component_types=[int32], shapes=[[2]]),
+                  b.op(f"PaddingFIFOQueue{suffix}", [], name=f"padding{suffix}", component_types=[int32], shapes=[[None]]),
+                  b.op(f"RandomShuffleQueue{suffix}", [], name=f"shuffle{suffix}", component_types=[int32], shapes=[[2]],
+                       seed=1, seed2=2)]
+        for queue in queues:
+            kind = queue.node.name
+            one = b.op(f"QueueEnqueue{suffix}", [queue, [np.array([1, 2], np.int32)]], name=f"{kind}_one")
+            with b.control_dependencies([one]):   # in this order on every device
+                many = b.op(f"QueueEnqueueMany{suffix}", [queue, [np.arange(6, dtype=np.int32).reshape(3, 2)]],
+                            name=f"{kind}_many")
+            with b.control_dependencies([one, many]):
+                b.op(f"QueueSize{suffix}", [queue], name=f"fill_{kind}")
+            first = b.op(f"QueueDequeue{suffix}", [queue], name=f"{kind}_first", component_types=[int32])
+            with b.control_dependencies([first[0]]):
+                batch = b.op(f"QueueDequeueMany{suffix}", [queue, np.int32(2)], name=f"{kind}_batch",
+                             component_types=[int32])
+            with b.control_dependencies([batch[0]]):
+                closed = b.op(f"QueueClose{suffix}", [queue], name=f"{kind}_close")
+            with b.control_dependencies([closed]):
+                b.op(f"QueueDequeueUpTo{suffix}", [queue, np.int32(5)], name=f"{kind}_rest", component_types=[int32])
+                b.op(f"QueueIsClosed{suffix}", [queue], name=f"{kind}_is_closed")
+    files = b.op("FIFOQueueV2", [], name="files", component_types=[string], shapes=[[]])
+    b.op("QueueEnqueueManyV2", [files, [b.placeholder(string, [None], name="names")]], name="files_fill")
+    for op, attrs in (("TFRecordReaderV2", {}), ("TextLineReaderV2", {}), ("WholeFileReaderV2", {}),
+                      ("FixedLengthRecordReaderV2", {"record_bytes": 2})):
+        reader = b.op(op, [], name=op, **attrs)
+        read = b.op("ReaderReadV2", [reader, files], name=f"{op}_read")
+        with b.control_dependencies([read[0]]):
+            more = b.op("ReaderReadUpToV2", [reader, files, np.int64(3)], name=f"{op}_more")
+        with b.control_dependencies([more[0]]):
+            b.op("ReaderNumRecordsProducedV2", [reader], name=f"{op}_produced")
+            b.op("ReaderNumWorkUnitsCompletedV2", [reader], name=f"{op}_completed")
+            b.op("ReaderResetV2", [reader], name=f"{op}_reset")
+    return b.graph
+
+
+def test_queues_and_readers_on_strict_gpu_double_match_cpu(tmp_path):
+    """Queues and readers run from host memory on a GPU, as in TensorFlow: the same values."""
+    (tmp_path / "a.txt").write_bytes(b"line1\nline2\nline3\nline4\n")
+    names = np.array([str(tmp_path / "a.txt").encode()] * 2, dtype=object)
+
+    def run(device) -> list:
+        session = Session(queues_graph(), device=device, threads=1)
+        values = []
+        for suffix in ("V2", ""):
+            for kind in ("fifo", "padding", "shuffle"):
+                kind += suffix
+                values += session.run([f"fill_{kind}:0"]).values
+                values += session.run([f"{kind}_first:0", f"{kind}_batch:0", f"{kind}_rest:0",
+                                       f"{kind}_is_closed:0"]).values
+        for op in ("TextLineReaderV2", "FixedLengthRecordReaderV2"):
+            session.run([], {"names": names}, targets=["files_fill"])
+            values += session.run([f"{op}_read:1", f"{op}_more:1", f"{op}_produced:0", f"{op}_completed:0"]).values
+            session.run([], targets=[f"{op}_reset"])
+        return values
+
+    for got, want in zip(run(strict_gpu()), run("cpu")):
+        if getattr(want, "dtype", None) == object:
+            assert np.asarray(got).tolist() == want.tolist()
+        else:
+            np.testing.assert_array_equal(np.asarray(got), want)
+
+
+STATEFUL_OPS = {node.op for graph in (variables_graph(), stack_and_gradient_array_graph(), tables_graph(), queues_graph(),
                                        scatter_variables_graph())
                 for node in graph.nodes}
 

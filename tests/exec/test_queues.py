@@ -280,12 +280,14 @@ def test_queue_runner_feeds_a_tensorflow_batch_pipeline(in_fixtures):
         runner.join(5)   # no error kept: the cancellation after stop() is not one
 
 
-def test_queue_fed_training_reproduces_tensorflow_losses(in_fixtures):
+@pytest.mark.parametrize("device", ["cpu", "fakegpu"])
+def test_queue_fed_training_reproduces_tensorflow_losses(in_fixtures, device):
     """The acceptance graph through the Python API: init, one runner thread on the batch enqueue
-    op, train steps until OutOfRange; TF's per-step losses and final variables."""
+    op, train steps until OutOfRange; TF's per-step losses and final variables. On a GPU (the
+    test double) queues and readers run from host memory, as in TensorFlow."""
     spec = _spec("queue_training")
     expected = np.load(FIXTURES / "queue_training" / "expected.npz")
-    session = Session(_graph("queue_training"))
+    session = Session(_graph("queue_training"), device=device)
     session.run([], targets=[spec["init"]])
     runner = QueueRunner(session, [spec["enqueue_op"]], 1).start()
     losses = []

@@ -28,6 +28,7 @@ finish waits in its line without holding a thread; the enqueue or dequeue that l
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import threading
@@ -40,7 +41,8 @@ import numpy as np
 from ...errors import CancelledError, OutOfRangeError
 from ...shapes import Shape
 from .philox import Philox
-from .registry import CPU, KernelError, kernel
+from .gpu_host_memory import device_holds, host_context, on_host
+from .registry import CPU, GPU, KernelError, kernel
 from .tensor_array import type_name
 
 _DEFAULT_CONTAINER = "localhost"
@@ -440,6 +442,39 @@ class ShuffleQueue(Queue):
         self.elements.extend(reversed(batch))
 
 
+def host_kernel(op: str, asynchronous: bool = False):
+    """Register the decorated function as `op`'s CPU kernel and, running from host memory, as its
+    GPU kernel (TensorFlow keeps queues, readers and their handles in host memory): device inputs
+    are copied to the host, outputs a device can hold are uploaded (for an asynchronous kernel,
+    when it finishes)."""
+    def register(fn):
+        kernel(op, devices=(CPU,), asynchronous=asynchronous)(fn)
+        if asynchronous:
+            @functools.wraps(fn)   # keeps the signature, so the same attrs are bound
+            def gpu_async(ctx, done, *inputs, **attrs):
+                device = ctx.device
+
+                def uploaded(outputs=(), error=None):
+                    if error is None:
+                        try:
+                            outputs = tuple(device.to_device(out) if device_holds(out.dtype) else out
+                                            for out in outputs)
+                        except Exception as exc:
+                            outputs, error = (), exc
+                    done(outputs, error=error)
+
+                fn(host_context(ctx), uploaded, *(_on_host(ctx, value) for value in inputs), **attrs)
+            kernel(op, devices=(GPU,), asynchronous=True)(gpu_async)
+        else:
+            kernel(op, devices=(GPU,))(on_host(fn))
+        return fn
+    return register
+
+
+def _on_host(ctx, value):
+    return value if isinstance(value, np.ndarray) else ctx.xp.asnumpy(value)
+
+
 def _private(value) -> np.ndarray:
     array = np.array(value, copy=True)
     array.flags.writeable = False
@@ -486,7 +521,7 @@ def _make_queue(ctx, make: Callable[[str], Queue], matches: Callable[[Queue], No
 
 
 def _queue_kernel(op: str, legacy: bool):
-    @kernel(op, devices=(CPU,))
+    @host_kernel(op)
     def queue_op(ctx, *, component_types, shapes, capacity, container, shared_name):
         kind = op.removesuffix("V2")
         cls = PaddingQueue if kind == "PaddingFIFOQueue" else Queue
@@ -497,7 +532,7 @@ def _queue_kernel(op: str, legacy: bool):
 
 
 def _shuffle_kernel(op: str, legacy: bool):
-    @kernel(op, devices=(CPU,))
+    @host_kernel(op)
     def shuffle_queue_op(ctx, *, component_types, shapes, capacity, min_after_dequeue, seed, seed2, container,
                          shared_name):
         if min_after_dequeue < 0:
@@ -542,7 +577,7 @@ def managers(ctx) -> tuple:
 
 
 def _enqueue_kernel(op: str):
-    @kernel(op, devices=(CPU,), asynchronous=True)
+    @host_kernel(op, asynchronous=True)
     def enqueue(ctx, done, handle, *components, Tcomponents, timeout_ms):
         queue = queue_of(ctx, handle)
         elements = [queue.check_tuple(components)]
@@ -551,7 +586,7 @@ def _enqueue_kernel(op: str):
 
 
 def _enqueue_many_kernel(op: str):
-    @kernel(op, devices=(CPU,), asynchronous=True)
+    @host_kernel(op, asynchronous=True)
     def enqueue_many(ctx, done, handle, *components, Tcomponents, timeout_ms):
         queue = queue_of(ctx, handle)
         elements = queue.check_many(components)
@@ -566,7 +601,7 @@ def _check_output_types(ctx, queue: Queue, component_types) -> None:
 
 
 def _dequeue_kernel(op: str):
-    @kernel(op, devices=(CPU,), asynchronous=True)
+    @host_kernel(op, asynchronous=True)
     def dequeue(ctx, done, handle, *, component_types, timeout_ms):
         queue = queue_of(ctx, handle)
         _check_output_types(ctx, queue, component_types)
@@ -575,7 +610,7 @@ def _dequeue_kernel(op: str):
 
 
 def _dequeue_many_kernel(op: str, allow_smaller: bool):
-    @kernel(op, devices=(CPU,), asynchronous=True)
+    @host_kernel(op, asynchronous=True)
     def dequeue_many(ctx, done, handle, n, *, component_types, timeout_ms):
         queue = queue_of(ctx, handle)
         _check_output_types(ctx, queue, component_types)
@@ -588,7 +623,7 @@ def _dequeue_many_kernel(op: str, allow_smaller: bool):
 
 
 def _close_kernel(op: str):
-    @kernel(op, devices=(CPU,), asynchronous=True)
+    @host_kernel(op, asynchronous=True)
     def close(ctx, done, handle, *, cancel_pending_enqueues):
         queue_of(ctx, handle).close(cancel_pending_enqueues, lambda outputs=(), error=None: done((), error=error))
     return close
@@ -602,11 +637,11 @@ for _suffix in ("V2", ""):
     _dequeue_many_kernel("QueueDequeueUpTo" + _suffix, True)
     _close_kernel("QueueClose" + _suffix)
 
-    @kernel("QueueSize" + _suffix, devices=(CPU,))
+    @host_kernel("QueueSize" + _suffix)
     def queue_size(ctx, handle):
         return np.array(queue_of(ctx, handle).size(), dtype=np.int32)
 
-    @kernel("QueueIsClosed" + _suffix, devices=(CPU,))
+    @host_kernel("QueueIsClosed" + _suffix)
     def queue_is_closed(ctx, handle):
         queue = queue_of(ctx, handle)
         with queue.lock:

@@ -42,8 +42,8 @@ from ... import limits
 from ...checkpoint.crc import crc32c, mask
 from ...errors import RuntimeFailure
 from ...graph_io import read_bounded
-from .queue import QueueHandle, managers, queue_of, session_resource
-from .registry import CPU, KernelError, kernel
+from .queue import QueueHandle, host_kernel, managers, queue_of, session_resource
+from .registry import KernelError
 
 
 class DataLossError(RuntimeFailure):
@@ -288,7 +288,7 @@ class WholeFileReader(Reader):
         return iter([(filename.encode("utf-8", "surrogateescape"), data)])
 
 
-@kernel("TFRecordReaderV2", devices=(CPU,))
+@host_kernel("TFRecordReaderV2")
 def tfrecord_reader(ctx, *, container, shared_name, compression_type):
     _check_compression(ctx, compression_type, "compression_type")
     return reader_handle(ctx, container, shared_name,
@@ -296,7 +296,7 @@ def tfrecord_reader(ctx, *, container, shared_name, compression_type):
                                  TFRecordReader)
 
 
-@kernel("TextLineReaderV2", devices=(CPU,))
+@host_kernel("TextLineReaderV2")
 def text_line_reader(ctx, *, skip_header_lines, container, shared_name):
     if skip_header_lines < 0:
         ctx.fail(f"skip_header_lines must be >= 0 not {skip_header_lines}")
@@ -305,7 +305,7 @@ def text_line_reader(ctx, *, skip_header_lines, container, shared_name):
                                  TextLineReader)
 
 
-@kernel("FixedLengthRecordReaderV2", devices=(CPU,))
+@host_kernel("FixedLengthRecordReaderV2")
 def fixed_length_record_reader(ctx, *, header_bytes, record_bytes, footer_bytes, hop_bytes, container,
                                shared_name, encoding):
     attrs = {"header_bytes": header_bytes, "record_bytes": record_bytes, "footer_bytes": footer_bytes,
@@ -320,7 +320,7 @@ def fixed_length_record_reader(ctx, *, header_bytes, record_bytes, footer_bytes,
                          lambda name: FixedLengthRecordReader(name, attrs), FixedLengthRecordReader)
 
 
-@kernel("WholeFileReaderV2", devices=(CPU,))
+@host_kernel("WholeFileReaderV2")
 def whole_file_reader(ctx, *, container, shared_name):
     return reader_handle(ctx, container, shared_name, lambda name: WholeFileReader(name, {}),
                                  WholeFileReader)
@@ -347,13 +347,13 @@ def reader_of(ctx, handle) -> Reader:
     return reader
 
 
-@kernel("ReaderReadV2", devices=(CPU,), asynchronous=True)
+@host_kernel("ReaderReadV2", asynchronous=True)
 def reader_read(ctx, done, reader_handle, queue_handle):
     reader = reader_of(ctx, reader_handle)
     reader.read(queue_of(ctx, queue_handle), managers(ctx), 1, False, done)
 
 
-@kernel("ReaderReadUpToV2", devices=(CPU,), asynchronous=True)
+@host_kernel("ReaderReadUpToV2", asynchronous=True)
 def reader_read_up_to(ctx, done, reader_handle, queue_handle, num_records):
     count = int(num_records)
     if count <= 0:
@@ -362,21 +362,21 @@ def reader_read_up_to(ctx, done, reader_handle, queue_handle, num_records):
     reader.read(queue_of(ctx, queue_handle), managers(ctx), count, True, done)
 
 
-@kernel("ReaderNumRecordsProducedV2", devices=(CPU,))
+@host_kernel("ReaderNumRecordsProducedV2")
 def reader_num_records_produced(ctx, reader_handle):
     reader = reader_of(ctx, reader_handle)
     with reader.lock:
         return np.array(reader.produced, dtype=np.int64)
 
 
-@kernel("ReaderNumWorkUnitsCompletedV2", devices=(CPU,))
+@host_kernel("ReaderNumWorkUnitsCompletedV2")
 def reader_num_work_units_completed(ctx, reader_handle):
     reader = reader_of(ctx, reader_handle)
     with reader.lock:
         return np.array(reader.completed, dtype=np.int64)
 
 
-@kernel("ReaderResetV2", devices=(CPU,))
+@host_kernel("ReaderResetV2")
 def reader_reset(ctx, reader_handle):
     reader_of(ctx, reader_handle).reset()
     return ()
