@@ -44,3 +44,17 @@ class DeviceUnavailable(DftoolError):
     """A requested device or backend is not present (exit 4)."""
 
     exit_code = 4
+
+
+class TaskLost(RuntimeFailure):
+    """A cluster task's process or node went away during a step (exit 1). `task` is its short
+    name (worker:1); a multi-step run with --max-restarts restarts from the latest checkpoint."""
+
+    def __init__(self, message: str, *, task: str, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.task = task
+
+
+class OutOfRangeError(RuntimeFailure):
+    """TensorFlow's OutOfRange: a dequeue from a closed queue holding too few elements, a reader
+    past its last file (exit 1 for a single run; a multi-step run ends cleanly on it)."""
