@@ -226,6 +226,10 @@ def record_case(tf, case: str) -> None:
                   "losses": "expected/losses_per_step.npy",
                   "final_variables": "expected/final_variables_per_step.npz"}],
         "rtol": RTOL, "ops": ops, "tensorflow": tf.__version__,
+        "notes": ("init runs once; each step fetches loss with train as a target (the loss before that step's "
+                  "update). train also increments global_step (a variable of the case's kind, made as "
+                  "get_or_create_global_step would). The summary tensor needs the inputs fed (it holds the loss). "
+                  "Initial values are constants: no random op runs."),
     }
     if resume:
         info["resume"] = resume
