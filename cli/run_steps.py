@@ -3,6 +3,7 @@ while graphtool.training.StepLoop runs the steps."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import click
 import numpy as np
@@ -81,8 +82,8 @@ class StepLog:
 
     def __init__(self, steps: int, every: int):
         self.steps, self.every = steps, every
-        self._progress = None
-        self._task = None
+        self._progress: Any = None     # a rich Progress on a terminal
+        self._task: Any = None
         self._last_logged = time.perf_counter()
 
     def __enter__(self) -> "StepLog":

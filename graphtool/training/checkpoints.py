@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,7 +44,7 @@ def step_of(prefix: str) -> int | None:
 class Checkpointing:
     """Saving every `save_every` steps into `directory` and restoring, through `saver`'s nodes."""
 
-    session: object
+    session: Any   # a Session (or one on a cluster): what runs the Saver nodes
     saver: "SaverNodes"
     directory: str | None = None
     save_every: int | None = None
@@ -57,7 +57,7 @@ class Checkpointing:
         self.saved: list[str] = []
 
     def due(self, step: int) -> bool:
-        return self.directory is not None and bool(self.save_every) and step % self.save_every == 0
+        return self.directory is not None and self.save_every is not None and step % self.save_every == 0
 
     def save(self, step: int) -> str:
         """Save the session's variables as `directory/model.ckpt-STEP`; returns the prefix."""

@@ -24,7 +24,7 @@ def per_step_expectation(expect: Expectation) -> Expectation:
         if expected is None:
             return None
         dtype, shape = expected
-        if shape is None or not shape.known_rank:
+        if shape is None or shape.dims is None:
             return dtype, None
         return dtype, Shape([None, *shape.dims])
     return expect_stacked

@@ -1,0 +1,72 @@
+"""`dftool run --init --target --steps` on TensorFlow's own training runs (fixtures/training_runs,
+made by tools/make_training_run_fixtures.py): per-step losses and final variables equal TF's;
+per-step feeds; checkpoints in TF's format saved, kept, restored and resumed; bad combinations."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphtool.checkpoint.bundle import BundleReader
+
+from .helpers import run_dftool
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "training_runs"
+
+
+def case(name: str):
+    return json.loads((FIXTURES / name / "case.json").read_text()), FIXTURES / name
+
+
+def train(name: str, tmp_path, *extra, steps: int = 50, per_step: bool = False, output: str = "out.npz"):
+    spec, where = case(name)
+    feeds = ("--feeds-per-step", where / "feeds_per_step.npz") if per_step else ("--feeds", where / "feeds.npz")
+    out = tmp_path / output
+    code, _, stderr = run_dftool("run", where / "graph.pb", "--init", spec["init"], "--target", spec["train"],
+                                 "--steps", steps, "--fetch", spec["loss"], *feeds, "--output", out, *extra)
+    return code, stderr, out, spec, where
+
+
+def assert_variables(checkpoint_prefix, expected_file, rtol):
+    """Every variable TensorFlow ended with, read back from a checkpoint dftool wrote."""
+    reader = BundleReader(checkpoint_prefix)
+    expected = np.load(expected_file)
+    for name in expected.files:
+        np.testing.assert_allclose(reader.read(name), expected[name], rtol=rtol, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("name, per_step", [("mlp_adam_ref", False), ("conv_momentum_resource", False),
+                                            ("mlp_sgd_resource", True), ("conv_adam_ref", True)])
+def test_fifty_steps_reproduce_tensorflows_losses(name, per_step, tmp_path):
+    code, stderr, out, spec, where = train(name, tmp_path, per_step=per_step)
+    assert code == 0, stderr
+    losses = np.load(out)[spec["loss"]]
+    expected = np.load(where / "expected" / ("losses_per_step.npy" if per_step else "losses.npy"))
+    assert losses.shape == (50,)
+    np.testing.assert_allclose(losses, expected, rtol=spec["rtol"])
+    # The log: a line every 5 steps (about ten per run), the last one included.
+    logged = [line for line in stderr.splitlines() if line.startswith("step ")]
+    assert [line.split()[1] for line in logged] == [f"{k}/50" for k in range(5, 51, 5)]
+    assert f"{spec['loss']}=" in logged[-1]
+
+
+def test_feeds_per_step_must_cover_every_step(tmp_path):
+    code, stderr, *_ = train("mlp_sgd_ref", tmp_path, steps=60, per_step=True)
+    assert code == 2
+    last = stderr.strip().splitlines()[-1]
+    assert "--feeds-per-step" in last and "feeds_per_step.npz" in last and "50 step(s)" in last and "60" in last
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--save-every", "5"), "--save-every needs --checkpoint-dir"),
+    (("--max-restarts", "1"), "--max-restarts needs --cluster"),
+    (("--restore", "latest"), "--restore latest: name the directory with --checkpoint-dir"),
+    (("--init", "nope"), "init 'nope': no node named 'nope'"),
+])
+def test_bad_step_options_are_refused_before_running(args, message, tmp_path):
+    spec, where = case("mlp_sgd_ref")
+    code, _, stderr = run_dftool("run", where / "graph.pb", "--target", spec["train"], "--steps", 3,
+                                 "--fetch", spec["loss"], "--feeds", where / "feeds.npz", *args)
+    assert code == 2 and message in stderr.strip().splitlines()[-1], stderr
