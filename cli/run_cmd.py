@@ -24,8 +24,8 @@ from .common import common_options, emit_report, info, load_graph, settings, sig
 from .output import detail, notice, stage, take_stdout
 from .output import result as show_result
 from .report import tensor_value
-from .run_steps import (StepLog, check_step_options, default_log_every, open_event_log, parse_queue_runner_spec,
-                        QueueRunner, stacked, step_options)
+from .run_steps import (QueueRunner, StepLog, check_step_options, default_log_every, open_event_log,
+                        parse_queue_runner_spec, stacked, step_options, training_summary)
 
 
 # What --output writes, by the file name's extension.
@@ -303,6 +303,8 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
                      **({"jit": session.jit_report.to_json()} if session.jit_report is not None else {}),
                      **({"cluster": _cluster_summary(session.cluster, cluster_spec, result.transfer_bytes)}
                         if session.cluster is not None else {}),
+                     **({"training": training_summary(outcome, event_log)}
+                        if steps > 1 or inits or targets or checkpointing or event_log or queue_runner_list else {}),
                      "expect": None if not expect else {"file": expect, "mismatches": mismatches}},
                     as_json=as_json, report_path=report)
     if mismatches:

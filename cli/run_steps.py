@@ -123,6 +123,16 @@ def stacked(outcome, count: int) -> list:
     return columns
 
 
+def training_summary(outcome, event_log) -> dict:
+    """The run report's `training` part (docs/schemas/run.schema.json)."""
+    return {"first_step": outcome.first_step, "last_step": outcome.last_step, "steps_run": outcome.steps_run,
+            "restored": outcome.restored, "checkpoints": list(outcome.saved),
+            "restarts": [{"task": r.task, "failed_step": r.failed_step, "restored": r.restored,
+                          "resumed_after": r.resumed_after, "steps_redone": r.steps_redone} for r in outcome.restarts],
+            "input_exhausted": outcome.input_exhausted,
+            **({"event_log": event_log.path} if event_log is not None else {})}
+
+
 # --- what other parts of graphtool provide, imported when a run asks for it ----------------------
 
 def parse_queue_runner_spec(spec: str) -> tuple[str, int]:
