@@ -29,6 +29,7 @@ from ... import dtypes
 from .gpu_host_memory import host_kernel
 from .math_common import BFLOAT16, flush_denormals
 from .nn_common import shape_text
+from .registry import KernelContext
 
 _DBL_MAX = float(np.finfo(np.float64).max)
 
@@ -37,7 +38,7 @@ def _summary_output(summary: summary_pb2.Summary) -> np.ndarray:
     return np.array(summary.SerializeToString(), dtype=object)
 
 
-def _text(ctx, value, what: str = "tag") -> str:
+def _text(ctx: KernelContext, value, what: str = "tag") -> str:
     """A string tensor element as the str a proto3 string field holds."""
     if isinstance(value, str):
         return value
@@ -278,19 +279,19 @@ def _audio_summary(ctx, tag, tensor, sample_rate: float, max_outputs: int):
     tensor = np.asarray(tensor)
     if tensor.ndim not in (2, 3):
         ctx.fail(f"Tensor must be 3-D or 2-D, got: {shape_text(tensor.shape)}")
-    sample_rate = np.float32(sample_rate)
-    if not sample_rate > 0:
+    rate = np.float32(sample_rate)
+    if not rate > 0:
         ctx.fail("sample_rate must be > 0")
     batch, frames = tensor.shape[0], tensor.shape[1]
     channels = 1 if tensor.ndim == 2 else tensor.shape[2]
     # lrintf: to the nearest integer, ties to even; a rate that rounds to 0 is written as 1.
-    wav_rate = max(int(np.rint(sample_rate)), 1)
+    wav_rate = max(int(np.rint(rate)), 1)
     summary = summary_pb2.Summary()
     count = min(max_outputs, batch)
     for i, value_tag in enumerate(_image_tags(base_tag, count, max_outputs, "audio")):
         value = summary.value.add(tag=value_tag)
         audio = value.audio
-        audio.sample_rate, audio.num_channels, audio.length_frames = float(sample_rate), channels, frames
+        audio.sample_rate, audio.num_channels, audio.length_frames = float(rate), channels, frames
         audio.content_type = "audio/wav"
         audio.encoded_audio_string = wav_s16le(ctx, tensor[i].reshape(frames, channels), wav_rate)
     return _summary_output(summary)
