@@ -304,6 +304,38 @@ def audio_zero_frames():
 
 
 @case
+def audio_nonfinite_low_rate():
+    # NaN is written as 0, +-inf clamp; a rate of 0.4 Hz rounds to 0 and is written as 1.
+    return logging_ops.audio_summary_v2(tf.constant("x"), tf.constant([[np.nan, 0.5, -np.inf, np.inf]]),
+                                        tf.constant(0.4))
+
+
+@case
+def audio_rate_one_element():
+    return logging_ops.audio_summary_v2(tf.constant("x"), tf.constant([[0.25, -0.25]]), tf.constant([16000.0]))
+
+
+@case
+def audio_rate_vector():
+    return logging_ops.audio_summary_v2(tf.constant("x"), tf.constant([[0.25]]), tf.constant([8000.0, 1.0]))
+
+
+@case
+def audio_rate_inf():
+    return logging_ops.audio_summary_v2(tf.constant("x"), tf.constant([[0.25]]), tf.constant(np.inf))
+
+
+@case
+def audio_no_channels():
+    return logging_ops.audio_summary_v2(tf.constant("x"), tf.zeros([1, 2, 0]), tf.constant(8000.0))
+
+
+@case
+def audio_tag_vector():
+    return logging_ops.audio_summary_v2(tf.constant(["x"]), tf.constant([[0.25]]), tf.constant(8000.0))
+
+
+@case
 def merge_mixed():
     rng = _rng("merge_mixed")
     return tf1.summary.merge([
@@ -359,6 +391,16 @@ def tensor_summary_v2_dtypes():
 @case
 def tensor_summary_v2_bad_metadata():
     return logging_ops.tensor_summary_v2(tf.constant("x"), tf.constant(1.0), tf.constant(b"\xff\xff"))
+
+
+@case
+def tensor_summary_v2_tag_vector():
+    return logging_ops.tensor_summary_v2(tf.constant(["x"]), tf.constant(1.0), tf.constant(b""))
+
+
+@case
+def tensor_summary_v2_metadata_vector():
+    return logging_ops.tensor_summary_v2(tf.constant("x"), tf.constant(1.0), tf.constant([b""]))
 
 
 @case

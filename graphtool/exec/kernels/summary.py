@@ -252,11 +252,15 @@ def image_summary(ctx, tag, tensor, *, max_images, bad_color):
 
 def wav_s16le(ctx, audio: np.ndarray, sample_rate: int) -> bytes:
     """[frames, channels] float samples as a 16-bit PCM WAV file (TensorFlow's
-    EncodeAudioAsS16LEWav): round(x * 32768), clamped to int16."""
+    EncodeAudioAsS16LEWav): roundf(x * 32768), clamped to int16."""
     frames, channels = audio.shape
+    if channels == 0:
+        # TensorFlow hands the encoder no buffer for audio without channels (frames without
+        # samples are fine).
+        ctx.fail("audio is null")
     if sample_rate == 0 or sample_rate > 0xFFFFFFFF:
         ctx.fail(f"sample_rate must be in (0, 2^32), got: {sample_rate}")
-    if channels == 0 or channels > 0xFFFF:
+    if channels > 0xFFFF:
         ctx.fail(f"num_channels must be in (0, 2^16), got: {channels}")
     data_size = frames * channels * 2
     file_size = 44 + data_size
@@ -264,7 +268,8 @@ def wav_s16le(ctx, audio: np.ndarray, sample_rate: int) -> bytes:
         ctx.fail("Provided channels and frames cannot be encoded as a WAV.")
     with np.errstate(invalid="ignore"):
         scaled = audio.astype(np.float32) * np.float32(32768.0)
-        # roundf: half away from zero. NaN samples (undefined in TensorFlow) are written as 0.
+        # roundf: half away from zero. NaN (undefined in TensorFlow) is written as 0, as
+        # TensorFlow's x86 build does; +-inf clamp to the int16 range.
         rounded = np.where(np.isnan(scaled), 0.0, np.sign(scaled) * np.floor(np.abs(scaled) + 0.5))
     samples = np.clip(rounded, -32768, 32767).astype("<i2")
     header = (b"RIFF" + struct.pack("<I", file_size - 8) + b"WAVE" + b"fmt "
@@ -284,8 +289,10 @@ def _audio_summary(ctx, tag, tensor, sample_rate: float, max_outputs: int):
         ctx.fail("sample_rate must be > 0")
     batch, frames = tensor.shape[0], tensor.shape[1]
     channels = 1 if tensor.ndim == 2 else tensor.shape[2]
-    # lrintf: to the nearest integer, ties to even; a rate that rounds to 0 is written as 1.
-    wav_rate = max(int(np.rint(rate)), 1)
+    # lrintf: to the nearest integer, ties to even; a rate that rounds to 0 is written as 1. A
+    # rate beyond a long (inf) comes out of lrintf as LONG_MIN, read as the size_t 2^63.
+    rounded = np.rint(np.float64(rate))
+    wav_rate = max(int(rounded), 1) if rounded < 2.0 ** 63 else 2 ** 63
     summary = summary_pb2.Summary()
     count = min(max_outputs, batch)
     for i, value_tag in enumerate(_image_tags(base_tag, count, max_outputs, "audio")):
@@ -301,7 +308,7 @@ def _audio_summary(ctx, tag, tensor, sample_rate: float, max_outputs: int):
 def audio_summary_v2(ctx, tag, tensor, sample_rate, *, max_outputs):
     rate = np.asarray(sample_rate)
     if rate.size != 1:
-        ctx.fail(f"sample_rate must be a scalar, got shape {shape_text(rate.shape)}")
+        ctx.fail("sample_rate must be rank-0 or contain a single value")
     return _audio_summary(ctx, tag, tensor, float(rate.reshape(-1)[0]), max_outputs)
 
 
