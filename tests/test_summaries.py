@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import graphtool as gt
+from graphtool import dtypes
 from graphtool.errors import DftoolError, RuntimeFailure, UsageError
 from graphtool.exec.kernels.summary import DEFAULT_BUCKET_LIMITS, histogram_proto
 from graphtool.exec.session import Session
@@ -25,6 +26,8 @@ from graphtool.ops import registry
 from graphtool.ops.summary import SUMMARY_OPS
 from graphtool.proto import event_pb2, summary_pb2
 from graphtool.summary import EventLog, find_summary_tensor, find_summary_tensors
+
+from tests.helpers import while_loop_graph
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "summaries"
 CASES = json.loads((FIXTURES / "cases.json").read_text())["cases"]
@@ -166,6 +169,30 @@ def test_unmerged_summaries_are_listed():
     assert find_summary_tensors(graph) == ["ScalarSummary:0", "ScalarSummary_1:0"]
     with pytest.raises(UsageError, match="2 summary outputs"):
         find_summary_tensor(graph)
+
+
+def test_summaries_inside_a_loop_cannot_be_fetched():
+    from tests.helpers import const
+
+    graph = while_loop_graph()
+    # In the loop body, a constant hangs off the loop's Identity by a control edge (as TF builds it).
+    inner_tag = const(graph, "while/tag", b"x", dtype=dtypes.string, control_inputs=[graph.get("while/Identity")])
+    graph.add_node("ScalarSummary", "while/loss", inputs=[inner_tag.output(0), graph.get("while/mul").output(0)],
+                   attrs={"T": dtypes.float32})
+    tag = const(graph, "tag", b"y", dtype=dtypes.string)
+    graph.add_node("ScalarSummary", "outside", inputs=[tag.output(0), graph.get("result").output(0)],
+                   attrs={"T": dtypes.float32})
+    graph.verify()
+    assert find_summary_tensors(graph) == ["outside:0"]
+
+
+def test_a_summary_merged_through_identity_is_merged():
+    graph = gt.load(FIXTURES / "graphs" / "merge_duplicate.pb")
+    merge = graph.get("MergeSummary")
+    first = graph.get("ScalarSummary")
+    passed = graph.add_node("Identity", "passed", inputs=[first.output(0)], attrs={"T": dtypes.string})
+    merge.set_input(0, passed.output(0))
+    assert find_summary_tensors(graph) == ["MergeSummary:0"]
 
 
 # --- event files ----------------------------------------------------------------------------

@@ -30,8 +30,14 @@ def _merged(node) -> bool:
 
 def find_summary_tensors(graph: Graph) -> list[str]:
     """Every summary output no MergeSummary merges, as tensor names ("Merge/MergeSummary:0"),
-    sorted by name. Empty for a graph without summary ops."""
-    return sorted(f"{node.name}:0" for node in graph.nodes if node.op in SUMMARY_OPS and not _merged(node))
+    sorted by name. Empty for a graph without summary ops. Summaries inside a while loop are
+    left out: their value exists once per iteration, and a step cannot fetch it."""
+    summaries = [node for node in graph.nodes if node.op in SUMMARY_OPS]
+    if not summaries:
+        return []
+    frames = graph.frames()
+    return sorted(f"{node.name}:0" for node in summaries
+                  if frames.output_frame(node).is_root and not _merged(node))
 
 
 def find_summary_tensor(graph: Graph) -> str | None:

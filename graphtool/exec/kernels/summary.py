@@ -23,9 +23,9 @@ import struct
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from ... import dtypes
 from ...proto import summary_pb2
 from ...tensor import from_ndarray
-from ... import dtypes
 from .gpu_host_memory import host_kernel
 from .math_common import BFLOAT16, flush_denormals
 from .nn_common import shape_text
