@@ -16,6 +16,8 @@ TensorFlow's serialized Summary (base64) or the text of the error TensorFlow rai
   steps 1-3, run metadata of step 2), which tests read back with TensorBoard's EventAccumulator
   next to one dftool writes.
 
+Everything but the event file (whose records carry wall times) is byte-for-byte reproducible.
+
 Before writing anything, the script checks that schemas/summary.proto and schemas/event.proto
 match TensorFlow's messages field for field (names, numbers, types) and exits 1 if not.
 """
@@ -477,6 +479,10 @@ def record_merged_graph() -> None:
             if metadata is not None:
                 writer.add_run_metadata(metadata, "step2", step)
         writer.close()
+    # A fixed name (TensorFlow's has the time and host in it); the records keep their wall times,
+    # so this file alone changes when the fixtures are regenerated.
+    (written,) = events_dir.iterdir()
+    written.rename(events_dir / "events.out.tfevents.0.tensorflow")
     write_json(OUT / "merged.json", {
         "merged_tensor": merged.name, "init": init.name, "train": train.name, "loss": loss.name,
         "feeds": {k: v.tolist() for k, v in feeds.items()},
