@@ -26,6 +26,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "image",
     "strings",
     "state_scatter",
+    "summary",
 )
 
 for _module in FAMILY_MODULES:
