@@ -253,14 +253,14 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
     checkpointing = checkpoints.Checkpointing(session, saver_nodes[0], checkpoint_dir, save_every, keep, timeout) \
         if wants_saver else None
     restore_prefix = checkpointing.resolve(restore) if checkpointing is not None and restore else None
-    summary_tensor, event_log = open_event_log(logdir, session) if logdir else (None, None)
+    summary_tensors, event_log = open_event_log(logdir, session) if logdir else ([], None)
     plan = StepPlan(steps=steps, fetches=fetch_list, targets=list(targets), inits=list(inits), feeds=feeds,
                     feeds_per_step=per_step, timeout=timeout, allow_dead=not fetches, restore=restore_prefix,
                     max_restarts=max_restarts, trace_last=bool(trace))
     queue_runner_list = [QueueRunner(session, op, threads=count) for op, count in runners]
     with stage(f"running {'<stdin>' if graph == '-' else graph}"), \
             StepLog(steps, log_every or default_log_every(steps)) as log:
-        outcome = StepLoop(session, plan, checkpoints=checkpointing, summary_tensor=summary_tensor,
+        outcome = StepLoop(session, plan, checkpoints=checkpointing, summary_tensors=summary_tensors,
                            event_log=event_log, queue_runners=queue_runner_list, on_step=log.step,
                            on_event=log.event).run()
     if outcome.last_result is None:

@@ -130,7 +130,7 @@ def training_summary(outcome, event_log) -> dict:
             "restarts": [{"task": r.task, "failed_step": r.failed_step, "restored": r.restored,
                           "resumed_after": r.resumed_after, "steps_redone": r.steps_redone} for r in outcome.restarts],
             "input_exhausted": outcome.input_exhausted,
-            **({"event_log": event_log.path} if event_log is not None else {})}
+            **({"logdir": event_log.logdir} if event_log is not None else {})}
 
 
 # --- what other parts of graphtool provide, imported when a run asks for it ----------------------
@@ -148,10 +148,11 @@ def QueueRunner(session, op: str, threads: int = 1):
 
 
 def open_event_log(logdir: str, session):
-    """(the summary tensor to fetch each step or None, an EventLog with the graph written)."""
+    """(the summary tensors to fetch each step, an EventLog with the graph written)."""
     from graphtool.ir import to_graphdef
-    from graphtool.summary.event_log import EventLog, find_summary_tensor
+    from graphtool.summary.event_log import EventLog
+    from graphtool.summary.find import find_summary_tensors
 
     log = EventLog(logdir)
     log.add_graph(to_graphdef(session.graph).SerializeToString())
-    return find_summary_tensor(session.graph), log
+    return find_summary_tensors(session.graph), log

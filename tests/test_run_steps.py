@@ -70,3 +70,36 @@ def test_bad_step_options_are_refused_before_running(args, message, tmp_path):
     code, _, stderr = run_dftool("run", where / "graph.pb", "--target", spec["train"], "--steps", 3,
                                  "--fetch", spec["loss"], "--feeds", where / "feeds.npz", *args)
     assert code == 2 and message in stderr.strip().splitlines()[-1], stderr
+
+
+def _events(logdir):
+    accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    events = accumulator.EventAccumulator(str(logdir), size_guidance={"scalars": 0})
+    events.Reload()
+    return events
+
+
+def test_logdir_writes_the_graphs_summaries_every_step_and_the_graph(tmp_path):
+    """TensorBoard's own reader finds the merged summary's loss for each of the 50 steps (TF's
+    losses) and its histogram, the graph, and the traced last step's run metadata."""
+    code, stderr, out, spec, where = train("mlp_adam_resource", tmp_path, "--logdir", tmp_path / "logs",
+                                           "--trace", tmp_path / "trace.json")
+    assert code == 0, stderr
+    events = _events(tmp_path / "logs")
+    tags = events.Tags()
+    loss_tag = next(tag for tag in tags["scalars"] if tag.startswith("loss"))
+    scalars = events.Scalars(loss_tag)
+    assert [s.step for s in scalars] == list(range(1, 51))
+    np.testing.assert_allclose([s.value for s in scalars], np.load(where / "expected" / "losses.npy"), rtol=spec["rtol"])
+    assert tags["histograms"] and tags["graph"]
+    assert "step_50" in tags["run_metadata"]
+
+
+def test_logdir_without_summary_ops_writes_the_scalar_fetches(tmp_path):
+    graph = Path(__file__).resolve().parent / "fixtures" / "training" / "sgd_ref" / "graph.pb"
+    code, _, stderr = run_dftool("run", graph, "--init", "init", "--target", "train", "--steps", 4,
+                                 "--fetch", "Mean:0", "--logdir", tmp_path / "logs", "--output", tmp_path / "out.npz")
+    assert code == 0, stderr
+    scalars = _events(tmp_path / "logs").Scalars("Mean")
+    assert [s.step for s in scalars] == [1, 2, 3, 4]
+    np.testing.assert_allclose([s.value for s in scalars], np.load(tmp_path / "out.npz")["Mean:0"], rtol=1e-6)

@@ -11,7 +11,9 @@ Around the steps:
 - `checkpoints` saves every `save_every` steps and after the last one, and restores before the
   first step (`restore`): the run then resumes at the step the checkpoint was saved at and goes on
   to `steps`;
-- `summary_tensor` is fetched with every step and written to `event_log` with the step number;
+- `summary_tensors` (the graph's unmerged summaries) are fetched with every step and written to
+  `event_log` with the step number; a graph without summaries gets its scalar fetches written
+  as scalar summaries (tag: the fetch name), so a loss curve shows either way;
 - queue runners (enqueue ops on their own threads) start after the initializers and stop at the
   end, also on failure; a step failing with OutOfRangeError (a dequeue from a closed, drained
   queue) ends the run cleanly: the input is exhausted, as tf.train.MonitoredSession ends;
@@ -93,18 +95,18 @@ class StepReport:
 
 class StepLoop:
     def __init__(self, session, plan: StepPlan, *, checkpoints: Checkpointing | None = None,
-                 summary_tensor: str | None = None, event_log=None, queue_runners: Sequence = (),
+                 summary_tensors: Sequence[str] = (), event_log=None, queue_runners: Sequence = (),
                  on_step: Callable[[StepReport], None] | None = None,
                  on_event: Callable[[str], None] | None = None):
         if plan.restore is not None and checkpoints is None:
             raise ValueError("restoring needs the Saver nodes (a Checkpointing)")
         self.session, self.plan = session, plan
         self.checkpoints = checkpoints
-        self.summary_tensor, self.event_log = summary_tensor, event_log
+        self.summary_tensors, self.event_log = list(summary_tensors), event_log
         self.queue_runners = list(queue_runners)
         self.on_step = on_step or (lambda report: None)
         self.on_event = on_event or (lambda text: None)
-        self._fetches = list(plan.fetches) + ([summary_tensor] if summary_tensor else [])
+        self._fetches = list(plan.fetches) + self.summary_tensors
 
     # --- the run --------------------------------------------------------------------------------
     def run(self) -> LoopOutcome:
@@ -166,16 +168,32 @@ class StepLoop:
                                   trace=self.plan.trace_last and step == self.plan.steps)
         seconds = time.perf_counter() - began
         values = list(result.values)
-        if self.summary_tensor:
-            summary = values.pop()
-            if self.event_log is not None and summary is not None:
-                self.event_log.add_summary(_summary_bytes(summary), step)
+        if self.summary_tensors:
+            summaries = values[len(self.plan.fetches):]
+            del values[len(self.plan.fetches):]
+            if self.event_log is not None:
+                for name, summary in zip(self.summary_tensors, summaries):
+                    if summary is not None:
+                        self.event_log.add_summary(_summary_bytes(summary), step, source=name)
+        elif self.event_log is not None:
+            scalars = scalar_summary(self.plan.fetches, values)
+            if scalars is not None:
+                self.event_log.add_summary(scalars, step)
+        if self.event_log is not None and self.plan.trace_last and step == self.plan.steps:
+            self._add_run_metadata(result, step)
         outcome.values_by_step[step] = values
         outcome.last_result = result
         self._check_queue_runners()
         self.on_step(StepReport(step, self.plan.steps, self.plan.fetches, values, seconds))
         if self.checkpoints is not None and self.checkpoints.due(step):
             outcome.saved.append(self._save(step))
+
+    def _add_run_metadata(self, result, step: int) -> None:
+        """The traced step's node statistics, for TensorBoard's per-step graph view."""
+        from ..profiling.run_metadata import run_metadata_bytes
+
+        if result.step_stats is not None:
+            self.event_log.add_run_metadata(run_metadata_bytes(result.step_stats), f"step_{step}", step)
 
     def _save(self, step: int) -> str:
         assert self.checkpoints is not None
@@ -215,6 +233,18 @@ class StepLoop:
     def _stop_queue_runners(self) -> None:
         for runner in self.queue_runners:
             runner.stop()
+
+
+def scalar_summary(names: Sequence[str], values: Sequence) -> bytes | None:
+    """A serialized Summary of the real-valued scalars among `values` (tag: the fetch name
+    without ':0'), None when there are none."""
+    from ..proto.summary_pb2 import Summary
+
+    summary = Summary()
+    for name, value in zip(names, values):
+        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "biuf":
+            summary.value.add(tag=name[:-2] if name.endswith(":0") else name, simple_value=float(value))
+    return summary.SerializeToString() if summary.value else None
 
 
 def _summary_bytes(value) -> bytes:
