@@ -1,6 +1,7 @@
 """Traced steps as TensorFlow's RunMetadata (graphtool/profiling/run_metadata.py): the schema is
 TensorFlow's, every node execution is there with wall-clock times, devices, labels, memory and
 outputs, and TensorBoard reads it back from an event file."""
+import re
 import time
 from collections import Counter
 
@@ -16,6 +17,9 @@ from tests.exec.test_step_stats import mlp, sample
 from tests.helpers import while_loop_graph
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+# The Graphs dashboard lists (and joins the stats of) only devices whose names match this
+# (tf-graph-controls: DEVICE_NAMES_INCLUDE, which leaves out GPU stream devices).
+TENSORBOARD_DEVICE = re.compile(r"device:([^:]+:[0-9]+)$")
 
 
 def traced(graph, fetches, feeds, threads=2) -> StepStats:
@@ -117,6 +121,7 @@ def test_multi_device_steps_name_every_device_and_label_transfers_like_tensorflo
     metadata = run_metadata(stats)
     devices = [d.device for d in metadata.step_stats.dev_stats]
     assert devices == [CPU0, CPU0[:-1] + "1"]
+    assert all(TENSORBOARD_DEVICE.search(device) for device in devices)
     assert len(node_stats(metadata)) == stats.nodes_executed
     labels = {n.node_name: n.timeline_label for n in node_stats(metadata)}
     sends = [n for n in stats.nodes if n.op == "_Send"]

@@ -4,7 +4,8 @@
     log.add_run_metadata(run_metadata_bytes(result.step_stats), tag="step_3", step=3)
 
 One DeviceStepStats per device, named in full as TensorFlow writes it
-(/job:localhost/replica:0/task:0/device:CPU:0), and one NodeExecStats per node execution (a node
+(/job:localhost/replica:0/task:0/device:CPU:0: the dashboard shows only devices whose names end
+in `device:TYPE:N`), and one NodeExecStats per node execution (a node
 in a loop: once per iteration; a dead execution too, without outputs, as TensorFlow records it):
 
 - times: `all_start_micros`/`all_start_nanos` are absolute wall-clock times (since the Unix
@@ -148,7 +149,8 @@ def _full_name(device: str) -> str:
 
 
 def _allocator_name(device: str) -> str:
-    """TensorFlow's names: "cpu" for the host allocator, "GPU_0_bfc" for a GPU's."""
+    """TensorFlow's names: "cpu" for the host allocator (oneDNN builds call theirs "mklcpu"),
+    "GPU_0_bfc" for a GPU's."""
     try:
         parsed = parse_device_name(device).completed()
     except DftoolError:
