@@ -50,7 +50,9 @@ RESUME_CASE = "mlp_adam_ref"
 SHARDED_CASE = "conv_adam_resource"
 RTOL = 1e-4
 VARIABLE_ATOL = 1e-5         # near-zero elements of the final variables (slots, biases)
-DFTOOL_PYTHON = os.environ.get("DFTOOL_PYTHON", str(Path("/work/main/.venv/bin/python")))
+# The Python with dftool's dependencies that --check runs in (TensorFlow's own Python usually lacks
+# them): $DFTOOL_PYTHON, else the repository's .venv.
+DFTOOL_PYTHON = os.environ.get("DFTOOL_PYTHON", str(Path(__file__).resolve().parent.parent / ".venv" / "bin" / "python"))
 
 MODELS = ("mlp", "conv")
 OPTIMIZERS = ("sgd", "momentum", "adam")
