@@ -218,10 +218,19 @@ class StepLoop:
         outcome.restarts.append(restart)
         for runner in self.queue_runners:
             runner.start()
-        self.on_event(f"task {lost.task} was lost at step {failed_step}; restarted it and "
-                      + (f"restored {latest} (step {resumed})" if latest else "ran the initializers again")
-                      + f"; {restart.steps_redone} step(s) to redo")
+        self.on_event(f"task {lost.task} was lost at step {failed_step}: {restart.why}")
+        self.on_event(f"restarted task {lost.task}{self._process_of(lost.task)}; "
+                      + (f"every task restored {latest} (step {resumed})" if latest else "ran the initializers again")
+                      + f"; redoing {restart.steps_redone} step(s)")
         return resumed
+
+    def _process_of(self, task: str) -> str:
+        """' (now pid N)' for a cluster task whose replacement is running, else ''."""
+        cluster = getattr(self.session, "cluster", None)
+        for info in getattr(cluster, "tasks", None) or ():
+            if info.task.short_name == task:
+                return f" (now pid {info.pid})"
+        return ""
 
     # --- queue runners --------------------------------------------------------------------------
     def _check_queue_runners(self) -> None:
