@@ -157,9 +157,9 @@ class BundleWriter:
             raise CheckpointError(f"{self.prefix}: tensor '{key}': a slice {[list(e) for e in extents]} needs a "
                                   f"value of shape {[l for _, l in extents]}, got {list(array.shape)}")
         part = TensorSliceProto()
-        for (start, length), dim in zip(extents, shape):
+        for (start, length), text in zip(extents, spec.split()[-1].split(":")):
             extent = part.extent.add()
-            if start == 0 and length == dim:
+            if text == "-":
                 continue                                  # a whole dimension: no start, no length
             extent.start = start
             extent.length = length

@@ -1,0 +1,144 @@
+"""Kernels of the checkpoint ops (ops/io.py) over TensorFlow tensor bundles (graphtool.checkpoint).
+
+SaveV2 writes one bundle shard `PREFIX.data-00000-of-00001` + `PREFIX.index` (atomically: a save
+that fails leaves no checkpoint); a tensor with a non-empty shape_and_slices entry is stored as
+that part of a partitioned tensor. RestoreV2 reads each tensor (or the slice asked for), checks
+its dtype against the `dtypes` attr, and fails with TensorFlow's "Key ... not found in
+checkpoint" when a name is missing. A sharded tf.train.Saver saves each device's variables to
+`ShardedFilename(tmp, i, n)` and joins them with MergeV2Checkpoints.
+
+The ops run from host memory (strings), as in TensorFlow: on a GPU their device inputs are
+copied to the host. The legacy V1 ops (Save, SaveSlices, Restore, RestoreSlice) use
+TensorFlow's older table-of-slices format, which has no kernels here.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...checkpoint import BundleReader, CheckpointError, index_filename
+from ...checkpoint.writer import BundleWriter, merge_bundles
+from .gpu_host_memory import host_kernel
+from .strings import as_bytes
+
+
+def _text(value) -> str:
+    return as_bytes(value).decode("utf-8", "surrogateescape")
+
+
+def _scalar_string(ctx, tensor, what: str) -> str:
+    array = np.asarray(tensor, dtype=object)
+    if array.ndim != 0:
+        ctx.fail(f"Input {what} should be a single string tensor (scalar), got shape {list(array.shape)}")
+    return _text(array[()])
+
+
+def _string_list(ctx, tensor, what: str, count: int) -> list[str]:
+    array = np.asarray(tensor, dtype=object)
+    if array.ndim != 1 or array.shape[0] != count:
+        ctx.fail(f"Input {what} should have {count} elements (one per tensor), got shape {list(array.shape)}")
+    return [_text(item) for item in array.tolist()]
+
+
+def _value(ctx, tensor, name: str) -> np.ndarray:
+    """A tensor to save as a host numpy array (a ref input may be an uninitialized variable's
+    marker: turning it into an array raises TF's "Attempting to use uninitialized value")."""
+    if hasattr(tensor, "get") and not isinstance(tensor, np.ndarray):
+        tensor = tensor.get()
+    array = np.asarray(tensor)
+    if array.dtype == object and array.size and not all(isinstance(v, (bytes, str)) for v in array.reshape(-1)):
+        ctx.fail(f"tensor '{name}' holds values that cannot be saved (a resource or variant)")
+    return array
+
+
+@host_kernel("SaveV2")
+def save_v2(ctx, prefix, tensor_names, shape_and_slices, *tensors, dtypes):
+    path = _scalar_string(ctx, prefix, "prefix")
+    names = _string_list(ctx, tensor_names, "tensor_names", len(tensors))
+    specs = _string_list(ctx, shape_and_slices, "shape_and_slices", len(tensors))
+    writer = BundleWriter(path)
+    try:
+        for name, spec, tensor in zip(names, specs, tensors):
+            value = _value(ctx, tensor, name)
+            if spec:
+                full_shape = tuple(int(d) for d in spec.split()[:-1])
+                writer.add_slice(name, full_shape, spec, value)
+            else:
+                writer.add(name, value)
+        writer.finish()
+    except CheckpointError as exc:
+        ctx.fail(str(exc))
+    return ()
+
+
+def _open(ctx, path: str) -> BundleReader:
+    try:
+        return BundleReader(path)
+    except CheckpointError as exc:
+        import os
+
+        if not os.path.exists(index_filename(path)):
+            ctx.fail(f"Unsuccessful TensorSliceReader constructor: Failed to find any matching files for {path} "
+                     f"(no {index_filename(path)})")
+        ctx.fail(str(exc))
+
+
+@host_kernel("RestoreV2")
+def restore_v2(ctx, prefix, tensor_names, shape_and_slices, *, dtypes):
+    path = _scalar_string(ctx, prefix, "prefix")
+    names = _string_list(ctx, tensor_names, "tensor_names", len(dtypes))
+    specs = _string_list(ctx, shape_and_slices, "shape_and_slices", len(dtypes))
+    reader = _open(ctx, path)
+    outputs = []
+    for name, spec, dtype in zip(names, specs, dtypes):
+        if name not in reader:
+            ctx.fail(f"Key {name} not found in checkpoint {path}")
+        stored = reader.entry(name).dtype
+        if stored is not dtype:
+            ctx.fail(f"tensor_name = {name}; expected dtype {dtype.name} does not equal original dtype "
+                     f"{stored.name} (checkpoint {path})")
+        try:
+            value = reader.read_slice(name, spec)
+        except CheckpointError as exc:
+            ctx.fail(str(exc))
+        outputs.append(value)
+    return tuple(outputs)
+
+
+@host_kernel("MergeV2Checkpoints")
+def merge_v2_checkpoints(ctx, checkpoint_prefixes, destination_prefix, *, delete_old_dirs, allow_missing_files):
+    sources = np.asarray(checkpoint_prefixes, dtype=object)
+    if sources.ndim > 1:
+        ctx.fail(f"Input checkpoint_prefixes should be a scalar or a vector, got shape {list(sources.shape)}")
+    dest = _scalar_string(ctx, destination_prefix, "destination_prefix")
+    try:
+        merge_bundles([_text(p) for p in sources.reshape(-1).tolist()], dest, delete_old_dirs=delete_old_dirs,
+                      allow_missing_files=allow_missing_files)
+    except CheckpointError as exc:
+        ctx.fail(str(exc))
+    return ()
+
+
+def _int_scalar(ctx, tensor, what: str) -> int:
+    array = np.asarray(tensor)
+    if array.ndim != 0:
+        ctx.fail(f"{what} must be a scalar, got shape {list(array.shape)}")
+    return int(array)
+
+
+def _string_scalar(value: str) -> np.ndarray:
+    out = np.empty((), dtype=object)
+    out[()] = value.encode("utf-8", "surrogateescape")
+    return out
+
+
+@host_kernel("ShardedFilename")
+def sharded_filename(ctx, basename, shard, num_shards):
+    base = _scalar_string(ctx, basename, "basename")
+    return _string_scalar(f"{base}-{_int_scalar(ctx, shard, 'shard'):05d}-of-"
+                          f"{_int_scalar(ctx, num_shards, 'num_shards'):05d}")
+
+
+@host_kernel("ShardedFilespec")
+def sharded_filespec(ctx, basename, num_shards):
+    base = _scalar_string(ctx, basename, "basename")
+    return _string_scalar(f"{base}-?????-of-{_int_scalar(ctx, num_shards, 'num_shards'):05d}")
