@@ -90,7 +90,7 @@ def _saver_in_scope(graph: Graph, scope: str, saves: list[Node]) -> SaverNodes |
     for save in saves:
         keys += _string_values(save.inputs[1].node if len(save.inputs) > 1 else None)
     return SaverNodes(f"{filename.name}:0", save_tensor.full_name, restore.name, scope, bool(merges),
-                      tuple(sorted(keys)))
+                      tuple(sorted(set(keys))))
 
 
 def find_saver(graph: Graph) -> SaverNodes | None:
