@@ -108,6 +108,7 @@ def dtype_of(array: np.ndarray) -> dtypes.DType:
 
 
 def _shape_proto(proto, shape) -> None:
+    proto.SetInParent()                        # TF writes `shape {}` for a scalar
     for size in shape:
         proto.dim.add().size = int(size)
 
