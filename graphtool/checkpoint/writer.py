@@ -182,16 +182,20 @@ class BundleWriter:
         if self.finished:
             raise CheckpointError(f"{self.prefix}: bundle already written")
         self.finished = True
-        directory = os.path.dirname(self.prefix)
-        if directory:
-            try:
-                os.makedirs(directory, exist_ok=True)
-            except OSError as exc:
-                raise CheckpointError(f"{directory}: cannot create the checkpoint directory "
-                                      f"({exc.strerror or exc})") from None
+        _make_directory(os.path.dirname(self.prefix))
         write_atomically(data_filename(self.prefix, self.shard, self.num_shards), bytes(self.data))
         write_atomically(index_filename(self.prefix), index_bytes(
             {**self.entries, **self.full_entries}, self.num_shards))
+
+
+def _make_directory(directory: str) -> None:
+    """Create the directory of a checkpoint and its parents, as TF's writer does."""
+    if directory:
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as exc:
+            raise CheckpointError(f"{directory}: cannot create the checkpoint directory "
+                                  f"({exc.strerror or exc})") from None
 
 
 def index_bytes(entries: dict[bytes, BundleEntryProto], num_shards: int) -> bytes:
@@ -247,6 +251,7 @@ def merge_bundles(prefixes: list[str], dest: str, delete_old_dirs: bool = True,
             renames.append((data_filename(prefix, shard, reader.num_shards),
                             data_filename(dest, shard_base + shard, total)))
         shard_base += reader.num_shards
+    _make_directory(os.path.dirname(dest))
     for source, target in renames:
         if os.path.abspath(source) != os.path.abspath(target):
             try:
