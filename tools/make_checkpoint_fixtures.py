@@ -4,7 +4,9 @@
 Run it with a TensorFlow 2 environment; it runs dftool's side in dftool's own Python (a
 subprocess: dftool never imports TensorFlow, TensorFlow's Python never imports dftool):
 
-    $TF_PYTHON tools/make_checkpoint_fixtures.py [--dftool-python /work/main/.venv/bin/python]
+    $TF_PYTHON tools/make_checkpoint_fixtures.py --dftool-python .venv/bin/python
+
+(or $DFTOOL_PYTHON names dftool's Python).
 
 Writes, under tests/fixtures/checkpoints/:
 
@@ -50,7 +52,6 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "fixtures" / "checkpoints"
-DEFAULT_DFTOOL_PYTHON = "/work/main/.venv/bin/python"
 
 
 def variable_values(seed: int) -> dict[str, np.ndarray]:
@@ -337,8 +338,11 @@ def check_dftool_session(python: str, name: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dftool-python", default=DEFAULT_DFTOOL_PYTHON)
+    parser.add_argument("--dftool-python", default=os.environ.get("DFTOOL_PYTHON"),
+                        help="the Python dftool is installed in (default: $DFTOOL_PYTHON)")
     args = parser.parse_args()
+    if not args.dftool_python:
+        parser.error("name dftool's Python with --dftool-python or $DFTOOL_PYTHON")
     OUT.mkdir(parents=True, exist_ok=True)
     make_tf_saver_case("tf_saver", sharded=False)
     make_tf_saver_case("tf_saver_sharded", sharded=True)

@@ -6,7 +6,7 @@ exec/kernels/checkpoint_io.py.
 from __future__ import annotations
 
 from ..shapes import Shape, has_rank
-from .inference import InferenceContext, no_outputs
+from .inference import InferenceContext
 from .registry import register
 
 
@@ -81,6 +81,18 @@ def _merge_shape(ctx: InferenceContext) -> list[Shape]:
     return []
 
 
+def _legacy_save_shape(ctx: InferenceContext) -> list[Shape]:
+    ctx.with_rank(0, 0)
+    _vector_inputs(ctx, *range(1, ctx.num_inputs - len(ctx.attr("T"))))
+    return []
+
+
+def _legacy_restore_shape(ctx: InferenceContext) -> Shape:
+    ctx.with_rank(0, 0)
+    ctx.with_rank(1, 0)
+    return Shape.unknown()
+
+
 register("SaveV2", inputs=["prefix: string", "tensor_names: string", "shape_and_slices: string",
                            "tensors: dtypes"],
          attrs=["dtypes: list(type) >= 1"], shape=_save_v2_shape, stateful=True)
@@ -97,16 +109,12 @@ register("ShardedFilespec", inputs=["basename: string", "num_shards: int32"], ou
 
 # Legacy (V1) ops.
 register("Save", inputs=["filename: string", "tensor_names: string", "data: T"],
-         attrs=["T: list(type) >= 1"],
-         shape=lambda ctx: (ctx.with_rank(0, 0), ctx.with_rank(1, 1), no_outputs(ctx))[-1], stateful=True)
+         attrs=["T: list(type) >= 1"], shape=_legacy_save_shape, stateful=True)
 register("SaveSlices", inputs=["filename: string", "tensor_names: string", "shapes_and_slices: string",
                                "data: T"],
-         attrs=["T: list(type) >= 1"],
-         shape=lambda ctx: (ctx.with_rank(0, 0), _vector_inputs(ctx, 1, 2), no_outputs(ctx))[-1],
-         stateful=True)
+         attrs=["T: list(type) >= 1"], shape=_legacy_save_shape, stateful=True)
 register("Restore", inputs=["file_pattern: string", "tensor_name: string"], outputs=["tensor: dt"],
-         attrs=["dt: type", "preferred_shard: int = -1"],
-         shape=lambda ctx: (ctx.with_rank(0, 0), ctx.with_rank(1, 0), Shape.unknown())[-1], stateful=True)
+         attrs=["dt: type", "preferred_shard: int = -1"], shape=_legacy_restore_shape, stateful=True)
 register("RestoreSlice", inputs=["file_pattern: string", "tensor_name: string", "shape_and_slice: string"],
          outputs=["tensor: dt"], attrs=["dt: type", "preferred_shard: int = -1"],
          shape=_restore_slice_shape, stateful=True)

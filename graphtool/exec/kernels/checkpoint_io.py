@@ -13,11 +13,14 @@ TensorFlow's older table-of-slices format, which has no kernels here.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ...checkpoint import BundleReader, CheckpointError, index_filename
 from ...checkpoint.writer import BundleWriter, merge_bundles
 from .gpu_host_memory import host_kernel
+from .registry import KernelError
 from .strings import as_bytes
 
 
@@ -71,15 +74,13 @@ def save_v2(ctx, prefix, tensor_names, shape_and_slices, *tensors, dtypes):
 
 
 def _open(ctx, path: str) -> BundleReader:
+    if not os.path.exists(index_filename(path)):
+        ctx.fail(f"Unsuccessful TensorSliceReader constructor: Failed to find any matching files for {path} "
+                 f"(no {index_filename(path)})")
     try:
         return BundleReader(path)
     except CheckpointError as exc:
-        import os
-
-        if not os.path.exists(index_filename(path)):
-            ctx.fail(f"Unsuccessful TensorSliceReader constructor: Failed to find any matching files for {path} "
-                     f"(no {index_filename(path)})")
-        ctx.fail(str(exc))
+        raise KernelError(str(exc)) from None
 
 
 @host_kernel("RestoreV2")
