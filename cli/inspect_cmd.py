@@ -27,7 +27,10 @@ def command(graph: str, as_json: bool, report_path: str | None, signature: str |
     Also shape-inference coverage, warnings about suspicious but legal structure, and a
     ready-to-paste `dftool run` line. A graph with problems (invalid nodes, ops dftool does not
     know) is still summarised; every problem is listed (-v: every node of each unknown op, -vv:
-    their inputs and outputs), and the command then exits 3. A SavedModel's signatures are listed."""
+    their inputs and outputs), and the command then exits 3. A SavedModel's signatures are listed.
+
+    A TensorFlow checkpoint (its prefix, .index file or a data shard) is listed instead: each
+    tensor's name, dtype, shape and bytes."""
     from graphtool.checkpoint.inspect import checkpoint_prefix
     from graphtool.loader import load_graph_and_origin
 
