@@ -243,3 +243,26 @@ def test_merge_v2_checkpoints_op(tmp_path):
     assert reader.num_shards == 2 and reader.read("y").tolist() == [1, 1, 1]
     assert not (tmp_path / "tmp").exists()              # delete_old_dirs: the emptied directory goes
     shutil.rmtree(tmp_path)
+
+
+def test_saver_runs_from_host_memory_on_a_strict_gpu_double(tmp_path, monkeypatch):
+    """On a GPU the checkpoint kernels run on the host (strings): device variables are copied
+    down to save and the restored values uploaded; the files equal TF's. (The prefix is the
+    Saver's default, "model" in the working directory: feeding the filename on a multi-device
+    session is a separate matter, see the report of issue 18's checkpoint part.)"""
+    from graphtool.exec.sim_gpu import SimulatedGPUDevice
+
+    directory, case, expected = _case("tf_saver")
+    for suffix in (".index", ".data-00000-of-00001"):
+        shutil.copy(directory / "ckpt" / f"model.ckpt{suffix}", tmp_path / f"model{suffix}")
+    monkeypatch.chdir(tmp_path)
+    graph = load_graph(directory / "graph.pb")
+    saver = find_saver(graph)
+    session = Session(graph, device=SimulatedGPUDevice(strict=True), threads=1)
+    session.run([], targets=[saver.restore_op])
+    _check_values(session, case, expected)
+    for suffix in (".index", ".data-00000-of-00001"):
+        (tmp_path / f"model{suffix}").unlink()
+    session.run([saver.save_tensor])
+    for suffix in (".index", ".data-00000-of-00001"):
+        assert (tmp_path / f"model{suffix}").read_bytes() == (directory / "ckpt" / f"model.ckpt{suffix}").read_bytes()
