@@ -20,7 +20,7 @@ from graphtool.shapes import Shape
 from .helpers import REPO_ROOT, const, load_graph
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "checkpoints"
-CASES = ["tf_saver", "tf_saver_sharded"]
+CASES = ["tf_saver", "tf_saver_sharded", "tf_saver_v1"]
 
 
 def _string(text) -> np.ndarray:
@@ -68,13 +68,16 @@ def test_tensorflow_checkpoint_restores_and_saves_back_byte_identical(name, tmp_
     # No init: the restore itself initializes every variable (ref and resource).
     session.run([], feeds={saver.filename_tensor: _string(directory / case["checkpoint"])}, targets=[saver.restore_op])
     _check_values(session, case, expected)
+    (tmp_path / "out").mkdir()
     prefix = tmp_path / "out" / "model.ckpt"
     result = session.run([saver.save_tensor], feeds={saver.filename_tensor: _string(prefix)})
     assert result.values[0][()] == str(prefix).encode()          # the save tensor is the prefix written
-    for suffix in (".index", ".data-00000-of-00001"):
+    # V2: an index and one data shard; V1 (SaveSlices): one file named by the prefix itself.
+    suffixes = [".data-00000-of-00001", ".index"] if case["saver"]["version"] == 2 else [""]
+    for suffix in suffixes:
         ours = (tmp_path / "out" / f"model.ckpt{suffix}").read_bytes()
         assert ours == (directory / "ckpt" / f"model.ckpt{suffix}").read_bytes(), suffix
-    assert sorted(os.listdir(tmp_path / "out")) == ["model.ckpt.data-00000-of-00001", "model.ckpt.index"]
+    assert sorted(os.listdir(tmp_path / "out")) == [f"model.ckpt{suffix}" for suffix in suffixes]
     assert case["dftool_save_identical_bytes"] and case["tensorflow_reads_dftool_save"]
 
 

@@ -21,6 +21,10 @@ Writes, under tests/fixtures/checkpoints/:
                             that reads it, its partition)
     tf_saver_sharded/       the same with Saver(sharded=True) (ShardedFilename, SaveV2 to a
                             _temp prefix, MergeV2Checkpoints)
+    tf_saver_v1/            the same with Saver(write_version=V1): one V1 file (SaveSlices;
+                            restored by RestoreV2, which reads V1 when there is no .index)
+    legacy_ops/             V1 files TF's raw Save and SaveSlices kernels wrote (the values are
+                            LEGACY_SAVE / LEGACY_SLICES in this script; the tests repeat them)
     dftool_written/         a checkpoint dftool's BundleWriter wrote (two SaveV2-style shards
         inputs.npz          merged by merge_bundles, strings, a partitioned tensor in slices)
         inputs.json         from inputs.npz/inputs.json, and what TensorFlow read from it:
@@ -91,7 +95,7 @@ def _json(path: Path, data) -> None:
 
 # --- TensorFlow's side -------------------------------------------------------------------------
 
-def make_tf_saver_case(name: str, sharded: bool) -> None:
+def make_tf_saver_case(name: str, sharded: bool, version: int = 2) -> None:
     import tensorflow as tf
 
     directory = OUT / name
@@ -127,7 +131,8 @@ def make_tf_saver_case(name: str, sharded: bool) -> None:
                               "slice": info.spec, "slice_offset": list(info.var_offset),
                               "slice_shape": list(info.var_shape)})
         init = tf.compat.v1.global_variables_initializer()
-        saver = tf.compat.v1.train.Saver(sharded=sharded, write_version=tf.compat.v1.train.SaverDef.V2)
+        saver = tf.compat.v1.train.Saver(sharded=sharded, write_version=tf.compat.v1.train.SaverDef.V2
+                                         if version == 2 else tf.compat.v1.train.SaverDef.V1)
     (directory / "graph.pb").write_bytes(graph.as_graph_def().SerializeToString(deterministic=True))
     config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
     cwd = os.getcwd()
@@ -141,20 +146,41 @@ def make_tf_saver_case(name: str, sharded: bool) -> None:
     expected = {key: _npz_value(v) for key, v in values.items()}
     expected[part_name] = partitioned_value
     np.savez(directory / "expected.npz", **{k.replace("/", "__"): v for k, v in expected.items()})
-    reader = tf.train.load_checkpoint(str(directory / "ckpt" / "model.ckpt"))
-    for key, value in expected.items():
-        got = reader.get_tensor(key)
-        assert np.array_equal(_npz_value(np.asarray(got)), value), key
-    _json(directory / "case.json", {
+    case = {
         "tensorflow": tf.__version__,
         "init_op": init.name,
         "saver": {"filename_tensor": saver.saver_def.filename_tensor_name,
                   "save_tensor": saver.saver_def.save_tensor_name,
-                  "restore_op": saver.saver_def.restore_op_name, "sharded": sharded},
+                  "restore_op": saver.saver_def.restore_op_name, "sharded": sharded, "version": version},
         "checkpoint": "ckpt/model.ckpt",
         "variables": variables,
         "expected_npz_keys": "checkpoint key with '/' written as '__'",
-    })
+    }
+    _json(directory / "case.json", case)
+    check_tf_restores(directory, str(directory / "ckpt" / "model.ckpt"))
+
+
+def check_tf_restores(directory: Path, prefix: str) -> None:
+    """TF restores `prefix` through the case graph's own Saver with the expected values (what
+    tf.train.load_checkpoint cannot show for V1 files: its V1 reader lacks complex, half and
+    partitioned tensors)."""
+    import tensorflow as tf
+
+    case = json.loads((directory / "case.json").read_text())
+    expected = np.load(directory / "expected.npz")
+    graph_def = tf.compat.v1.GraphDef()
+    graph_def.ParseFromString((directory / "graph.pb").read_bytes())
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.import_graph_def(graph_def, name="")
+    with tf.compat.v1.Session(graph=graph) as session:
+        session.run(case["saver"]["restore_op"], {case["saver"]["filename_tensor"]: prefix})
+        values = session.run([v["tensor"] for v in case["variables"]])
+    for info, value in zip(case["variables"], values):
+        want = expected[info["key"].replace("/", "__")]
+        if "slice" in info:
+            want = want[tuple(slice(o, o + n) for o, n in zip(info["slice_offset"], info["slice_shape"]))]
+        assert np.array_equal(_npz_value(np.asarray(value)), want), (prefix, info["key"])
 
 
 def tf_read_checkpoint(prefix: str) -> tuple[dict, dict]:
@@ -314,6 +340,38 @@ def make_dftool_written(python: str) -> None:
     _json(directory / "tf_read.json", meta)
 
 
+def case_version(directory: Path) -> int:
+    return json.loads((directory / "case.json").read_text())["saver"]["version"]
+
+
+LEGACY_SAVE = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "s": np.array([b"x", b"yz"], dtype=object),
+               "h": np.array([1.5, 2], np.float16), "b": np.array([True, False]),
+               "c": np.array([1 + 2j], np.complex64), "c128": np.array([3 - 1j]), "sc": np.int64(5),
+               "i8": np.array([-3, 4], np.int8), "u16": np.array([7], np.uint16), "e": np.zeros((0, 2))}
+LEGACY_SLICES = [("p", "4 2 0,2:-", np.ones((2, 2), np.float32)), ("p", "4 2 2,2:-", np.full((2, 2), 2, np.float32)),
+                 ("v", "3 0,2", np.array([1, 2], np.int32)), ("q", "", np.float64(1))]
+
+
+def make_legacy_op_files() -> None:
+    """legacy_ops/: V1 files written by TF's own Save and SaveSlices kernels (values in the script)."""
+    import tensorflow as tf
+
+    directory = OUT / "legacy_ops"
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+
+    def constant(value):
+        return tf.constant(list(value), tf.string) if value.dtype == object else tf.constant(value)
+
+    tf.raw_ops.Save(filename=str(directory / "save.ckpt"), tensor_names=list(LEGACY_SAVE),
+                    data=[constant(v) for v in LEGACY_SAVE.values()])
+    tf.raw_ops.SaveSlices(filename=str(directory / "save_slices.ckpt"), tensor_names=[n for n, _, _ in LEGACY_SLICES],
+                          shapes_and_slices=[s for _, s, _ in LEGACY_SLICES],
+                          data=[constant(np.asarray(v)) for _, _, v in LEGACY_SLICES])
+    restored = tf.raw_ops.Restore(file_pattern=str(directory / "save_*.ckpt"), tensor_name="p", dt=tf.float32)
+    assert np.array_equal(restored.numpy(), np.concatenate([v for n, _, v in LEGACY_SLICES if n == "p"]))
+
+
 def check_dftool_session(python: str, name: str) -> None:
     """dftool restores TF's checkpoint through the graph's Saver, saves it again; TF reads that."""
     import tensorflow as tf
@@ -321,14 +379,12 @@ def check_dftool_session(python: str, name: str) -> None:
     directory = OUT / name
     with tempfile.TemporaryDirectory() as tmp:
         out_prefix = os.path.join(tmp, "dftool", "model.ckpt")
+        os.makedirs(os.path.dirname(out_prefix))          # (a V1 save does not create it, in TF neither)
         run_dftool(python, DFTOOL_SESSION, str(directory), out_prefix)
-        tf_values, _ = tf_read_checkpoint(out_prefix)
-        own_values, _ = tf_read_checkpoint(str(directory / "ckpt" / "model.ckpt"))
-        assert tf_values.keys() == own_values.keys()
-        for key in own_values:
-            assert np.array_equal(np.asarray(tf_values[key]), np.asarray(own_values[key])), key
+        check_tf_restores(directory, out_prefix)
+        suffixes = (".index", ".data-00000-of-00001") if case_version(directory) == 2 else ("",)
         identical = all(Path(out_prefix + suffix).read_bytes() == (directory / "ckpt" / f"model.ckpt{suffix}").read_bytes()
-                        for suffix in (".index", ".data-00000-of-00001"))
+                        for suffix in suffixes)
     case = json.loads((directory / "case.json").read_text())
     case["dftool_save_identical_bytes"] = identical
     case["tensorflow_reads_dftool_save"] = True
@@ -346,8 +402,10 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     make_tf_saver_case("tf_saver", sharded=False)
     make_tf_saver_case("tf_saver_sharded", sharded=True)
+    make_tf_saver_case("tf_saver_v1", sharded=False, version=1)
+    make_legacy_op_files()
     make_dftool_written(args.dftool_python)
-    for name in ("tf_saver", "tf_saver_sharded"):
+    for name in ("tf_saver", "tf_saver_sharded", "tf_saver_v1"):
         check_dftool_session(args.dftool_python, name)
     return 0
 

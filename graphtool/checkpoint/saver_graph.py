@@ -32,7 +32,7 @@ from ..ir import Graph, Node
 from ..proto.attr_value_pb2 import AttrValue
 from ..tensor import from_ndarray
 
-SAVE_OPS = ("SaveV2",)
+SAVE_OPS = ("SaveV2", "SaveSlices", "Save")          # V2, and the legacy V1 format
 REF_VARIABLE_OPS = ("VariableV2", "Variable")
 RESOURCE_VARIABLE_OPS = ("VarHandleOp",)
 

@@ -7,9 +7,12 @@ its dtype against the `dtypes` attr, and fails with TensorFlow's "Key ... not fo
 checkpoint" when a name is missing. A sharded tf.train.Saver saves each device's variables to
 `ShardedFilename(tmp, i, n)` and joins them with MergeV2Checkpoints.
 
+The legacy ops use TensorFlow's V1 format (checkpoint/v1.py: one table of slices per file): Save
+and SaveSlices write one file, Restore and RestoreSlice read the files matching a pattern, and
+RestoreV2 reads a V1 checkpoint when the prefix has no `.index` (as TF's RestoreV2 falls back).
+
 The ops run from host memory (strings), as in TensorFlow: on a GPU their device inputs are
-copied to the host. The legacy V1 ops (Save, SaveSlices, Restore, RestoreSlice) use
-TensorFlow's older table-of-slices format, which has no kernels here.
+copied to the host.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import os
 import numpy as np
 
 from ...checkpoint import BundleReader, CheckpointError, index_filename
+from ...checkpoint.v1 import V1Reader, V1Writer, is_v1_checkpoint
 from ...checkpoint.writer import BundleWriter, merge_bundles
 from .gpu_host_memory import host_kernel
 from .registry import KernelError
@@ -88,6 +92,9 @@ def restore_v2(ctx, prefix, tensor_names, shape_and_slices, *, dtypes):
     path = _scalar_string(ctx, prefix, "prefix")
     names = _string_list(ctx, tensor_names, "tensor_names", len(dtypes))
     specs = _string_list(ctx, shape_and_slices, "shape_and_slices", len(dtypes))
+    if not os.path.exists(index_filename(path)) and is_v1_checkpoint(path):
+        reader_v1 = _open_v1(ctx, path)
+        return tuple(_restore_v1(ctx, reader_v1, name, spec, dtype) for name, spec, dtype in zip(names, specs, dtypes))
     reader = _open(ctx, path)
     outputs = []
     for name, spec, dtype in zip(names, specs, dtypes):
@@ -143,3 +150,69 @@ def sharded_filename(ctx, basename, shard, num_shards):
 def sharded_filespec(ctx, basename, num_shards):
     base = _scalar_string(ctx, basename, "basename")
     return _string_scalar(f"{base}-?????-of-{_int_scalar(ctx, num_shards, 'num_shards'):05d}")
+
+
+# --- the legacy V1 format ---------------------------------------------------------------------
+
+def _write_v1(ctx, filename, tensor_names, specs_tensor, tensors) -> tuple:
+    path = _scalar_string(ctx, filename, "filename")
+    names = _string_list(ctx, tensor_names, "tensor_names", len(tensors))
+    specs = _string_list(ctx, specs_tensor, "shapes_and_slices", len(tensors)) if specs_tensor is not None \
+        else [""] * len(tensors)
+    writer = V1Writer(path)
+    try:
+        for name, spec, tensor in zip(names, specs, tensors):
+            value = _value(ctx, tensor, name)
+            if spec:
+                writer.add_slice(name, tuple(int(d) for d in spec.split()[:-1]), spec, value)
+            else:
+                writer.add(name, value)
+        writer.finish()
+    except CheckpointError as exc:
+        raise KernelError(str(exc)) from None
+    return ()
+
+
+@host_kernel("Save")
+def save(ctx, filename, tensor_names, *data, T):
+    return _write_v1(ctx, filename, tensor_names, None, data)
+
+
+@host_kernel("SaveSlices")
+def save_slices(ctx, filename, tensor_names, shapes_and_slices, *data, T):
+    return _write_v1(ctx, filename, tensor_names, shapes_and_slices, data)
+
+
+def _open_v1(ctx, pattern: str) -> V1Reader:
+    try:
+        return V1Reader(pattern)
+    except CheckpointError as exc:
+        raise KernelError(str(exc)) from None
+
+
+def _restore_v1(ctx, reader: V1Reader, name: str, spec: str, dt) -> np.ndarray:
+    if name not in reader:
+        ctx.fail(f'Tensor name "{name}" not found in checkpoint files {reader.pattern}')
+    stored = reader.dtype(name)
+    if stored is not dt:
+        ctx.fail(f"Expected to restore a tensor of type {dt.name}, got a tensor of type {stored.name} instead: "
+                 f"tensor_name = {name}")
+    try:
+        return reader.read(name, spec)
+    except CheckpointError as exc:
+        raise KernelError(str(exc)) from None
+
+
+# preferred_shard only tells TF which matching file to open first; every file is read here, so
+# it changes nothing in what is restored.
+@host_kernel("Restore")
+def restore(ctx, file_pattern, tensor_name, *, dt, preferred_shard):
+    pattern = _scalar_string(ctx, file_pattern, "file_pattern")
+    return _restore_v1(ctx, _open_v1(ctx, pattern), _scalar_string(ctx, tensor_name, "tensor_name"), "", dt)
+
+
+@host_kernel("RestoreSlice")
+def restore_slice(ctx, file_pattern, tensor_name, shape_and_slice, *, dt, preferred_shard):
+    pattern = _scalar_string(ctx, file_pattern, "file_pattern")
+    return _restore_v1(ctx, _open_v1(ctx, pattern), _scalar_string(ctx, tensor_name, "tensor_name"),
+                       _scalar_string(ctx, shape_and_slice, "shape_and_slice"), dt)
