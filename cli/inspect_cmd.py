@@ -134,8 +134,9 @@ def inspect_checkpoint_prefix(prefix: str, *, as_json: bool, report_path: str | 
         return
     console = result_console()
     shards = len(body["data_files"])
+    where = f"in {shards} data shard{'s' if shards != 1 else ''}" if body["format"] == "V2" else "(V1 format, one file)"
     show(console, f"checkpoint {body['checkpoint']}: {body['tensor_count']} tensors, {body['total_bytes']:,} bytes "
-                  f"in {shards} data shard{'s' if shards != 1 else ''}", "")
+                  f"{where}", "")
     partitioned = any(t["parts"] for t in body["tensors"])
     columns = ["name", "dtype", "shape", "bytes"] + (["parts"] if partitioned else [])
     rows = [[t["name"], t["dtype"], _shape_text(t["shape"]), f"{t['bytes']:,}"]

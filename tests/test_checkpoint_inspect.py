@@ -28,7 +28,7 @@ def test_json_report_by_index_or_data_file_validates(tmp_path):
         report = json.loads(out)
         assert validation_errors("inspect_checkpoint", report) == []
         assert report["schema"] == "dftool.inspect_checkpoint/1" and report["command"] == "inspect"
-        assert report["checkpoint"] == str(DFTOOL_CKPT) and len(report["data_files"]) == 2
+        assert report["checkpoint"] == str(DFTOOL_CKPT) and len(report["data_files"]) == 2 and report["format"] == "V2"
         tensors = {t["name"]: t for t in report["tensors"]}
         assert tensors["emb"] == {"name": "emb", "dtype": "float32", "shape": [5, 2], "bytes": 40, "parts": 2}
         assert tensors["names"]["dtype"] == "string" and report["tensor_count"] == len(tensors) == 11
@@ -51,3 +51,17 @@ def test_corrupt_and_missing_checkpoints_are_one_error_line(tmp_path):
 def test_signature_with_a_checkpoint_is_a_usage_error():
     code, _, err = run_dftool("inspect", TF_CKPT, "--signature", "x")
     assert code == 2 and "a checkpoint has none" in error_line(err)
+
+
+def test_a_v1_checkpoint_file_is_listed():
+    v1 = REPO_ROOT / "tests" / "fixtures" / "checkpoints" / "legacy_ops" / "save_slices.ckpt"
+    code, out, err = run_dftool("inspect", v1, "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert validation_errors("inspect_checkpoint", report) == []
+    assert report["format"] == "V1" and report["index_file"] == str(v1) and report["data_files"] == []
+    tensors = {t["name"]: t for t in report["tensors"]}
+    assert tensors["p"]["shape"] == [4, 2] and tensors["p"]["parts"] == 2 and tensors["q"]["parts"] == 0
+    assert tensors["v"]["parts"] == 1            # a slice of [3] saved: part of a tensor, not the whole
+    code, out, _ = run_dftool("inspect", v1)
+    assert code == 0 and out.splitlines()[0].endswith("3 tensors, 104 bytes (V1 format, one file)")
