@@ -151,7 +151,8 @@ def test_restore_v2_slices_and_output_shapes(tmp_path):
     value = np.arange(12, dtype=np.float32).reshape(4, 3)
     write_bundle(tmp_path / "m", {"a": value, "b": np.array([b"x"], dtype=object)})
     g = _restore_graph(["a", "b", "a"], ["", "", "4 3 1,2:-"], [dtypes.float32, dtypes.string, dtypes.float32])
-    a, b, part = Session(g).run(["restore:0", "restore:1", "restore:2"], feeds={"prefix": _string(tmp_path / "m")}).values
+    a, b, part = Session(g).run(["restore:0", "restore:1", "restore:2"],
+                                feeds={"prefix": _string(tmp_path / "m")}).values
     assert np.array_equal(a, value) and b.tolist() == [b"x"] and np.array_equal(part, value[1:3])
     from graphtool.shape_inference import infer_shapes
 
@@ -226,7 +227,8 @@ def test_save_v2_of_an_uninitialized_variable_fails_and_writes_nothing(tmp_path)
 def test_sharded_filename_and_filespec():
     g = Graph()
     base = const(g, "base", np.array(b"dir/model", dtype=object), dtype=dtypes.string)
-    shard, count = const(g, "shard", np.int32(3), dtype=dtypes.int32), const(g, "count", np.int32(12), dtype=dtypes.int32)
+    shard = const(g, "shard", np.int32(3), dtype=dtypes.int32)
+    count = const(g, "count", np.int32(12), dtype=dtypes.int32)
     g.add_node("ShardedFilename", "name", [base.output(0), shard.output(0), count.output(0)])
     g.add_node("ShardedFilespec", "spec", [base.output(0), count.output(0)])
     name, spec = Session(g).run(["name:0", "spec:0"]).values

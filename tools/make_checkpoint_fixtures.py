@@ -383,7 +383,8 @@ def check_dftool_session(python: str, name: str) -> None:
         run_dftool(python, DFTOOL_SESSION, str(directory), out_prefix)
         check_tf_restores(directory, out_prefix)
         suffixes = (".index", ".data-00000-of-00001") if case_version(directory) == 2 else ("",)
-        identical = all(Path(out_prefix + suffix).read_bytes() == (directory / "ckpt" / f"model.ckpt{suffix}").read_bytes()
+        committed = directory / "ckpt"
+        identical = all(Path(out_prefix + suffix).read_bytes() == (committed / f"model.ckpt{suffix}").read_bytes()
                         for suffix in suffixes)
     case = json.loads((directory / "case.json").read_text())
     case["dftool_save_identical_bytes"] = identical

@@ -17,7 +17,7 @@ from .bundle import BundleReader, index_filename
 from .errors import CheckpointError
 from .slices import slice_key
 from .table import FOOTER_SIZE, MAGIC, read_table
-from .v1 import V1Reader
+from .v1 import V1Reader, read_checkpoint_file
 
 _DATA_SUFFIX = re.compile(r"\.data-\d{5}-of-\d{5}$")
 
@@ -48,9 +48,7 @@ def is_v1_file(path: str) -> bool:
             handle.seek(-8, os.SEEK_END)
             if handle.read(8) != struct.pack("<Q", MAGIC):
                 return False
-            handle.seek(0)
-            data = handle.read(1 << 30)
-        entries = read_table(data, path)
+        entries = read_table(read_checkpoint_file(path), path)
     except (OSError, CheckpointError):
         return False
     if not entries or entries[0][0] != b"":

@@ -98,7 +98,8 @@ class V1Writer:
             else:
                 shape, part, want = tuple(array.shape), _slice_proto(None, None, array.ndim), tuple(array.shape)
             if array.shape != want:
-                raise CheckpointError(f"{where}: the slice needs a value of shape {list(want)}, got {list(array.shape)}")
+                raise CheckpointError(f"{where}: the slice needs a value of shape {list(want)}, "
+                                      f"got {list(array.shape)}")
             meta = metas.get(name)
             if meta is None:
                 entry = SavedSliceMeta(name=name, type=dtype.enum)
@@ -153,12 +154,7 @@ class V1Reader:
             self._load(path)
 
     def _load(self, path: str) -> None:
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            raise CheckpointError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        entries = read_table(data, path)
+        entries = read_table(read_checkpoint_file(path), path)
         if not entries or entries[0][0] != _META_KEY:
             raise CheckpointError(f"{path}: no metadata entry (not a V1 checkpoint)")
         header = _parse(entries[0][1], path, "the metadata")
@@ -242,6 +238,25 @@ class V1Reader:
         return np.asarray(flat, dtype=dtype.numpy).reshape(shape)
 
 
+def read_checkpoint_file(path: str) -> bytes:
+    """A checkpoint file's bytes, within the input bound (--max-input-bytes); CheckpointError
+    naming it when it cannot be read or is too big."""
+    from ..errors import InvalidGraphError
+    from ..graph_io import read_bounded  # here: graph_io imports this package (formats -> table)
+
+    try:
+        with open(path, "rb") as handle:
+            return read_bounded(handle, path)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except CheckpointError:
+        raise
+    except InvalidGraphError as exc:
+        raise CheckpointError(str(exc)) from None
+
+
 def _dims(shape) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
@@ -260,4 +275,4 @@ def is_v1_checkpoint(pattern: str) -> bool:
     return any(os.path.isfile(p) for p in glob.glob(pattern))
 
 
-__all__ = ["V1Reader", "V1Writer", "is_v1_checkpoint"]
+__all__ = ["V1Reader", "V1Writer", "is_v1_checkpoint", "read_checkpoint_file"]

@@ -232,8 +232,10 @@ def merge_bundles(prefixes: list[str], dest: str, delete_old_dirs: bool = True,
     renames: list[tuple[str, str]] = []
     shard_base = 0
     for prefix, reader in readers:
-        with open(reader.index_path, "rb") as handle:     # the raw protos, to renumber their shards
-            records = read_table(handle.read(), reader.index_path)
+        from .v1 import read_checkpoint_file  # (v1 imports this module)
+
+        # The raw protos, to renumber their shards.
+        records = read_table(read_checkpoint_file(reader.index_path), reader.index_path)
         for raw_key, value in records[1:]:
             entry = BundleEntryProto()
             entry.ParseFromString(value)
