@@ -26,6 +26,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "image",
     "strings",
     "state_scatter",
+    "io",
 )
 
 for _module in FAMILY_MODULES:
