@@ -27,6 +27,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "strings",
     "state_scatter",
     "summary",
+    "io",
 )
 
 for _module in FAMILY_MODULES:
