@@ -103,3 +103,72 @@ def test_logdir_without_summary_ops_writes_the_scalar_fetches(tmp_path):
     scalars = _events(tmp_path / "logs").Scalars("Mean")
     assert [s.step for s in scalars] == [1, 2, 3, 4]
     np.testing.assert_allclose([s.value for s in scalars], np.load(tmp_path / "out.npz")["Mean:0"], rtol=1e-6)
+
+
+def test_checkpoints_every_k_steps_through_the_graphs_saver_keep_the_newest(tmp_path):
+    """The graph's own tf.train.Saver writes model.ckpt-STEP every 10 steps; --keep 3 leaves the
+    newest three and the state file names them; the last holds TensorFlow's final variables."""
+    checkpoints = tmp_path / "ckpt"
+    code, stderr, out, spec, where = train("mlp_adam_ref", tmp_path, "--checkpoint-dir", checkpoints,
+                                           "--save-every", 10, "--keep", 3)
+    assert code == 0, stderr
+    assert sorted(p.name for p in checkpoints.glob("*.index")) == [f"model.ckpt-{k}.index" for k in (30, 40, 50)]
+    state = (checkpoints / "checkpoint").read_text()
+    assert state.splitlines()[0] == 'model_checkpoint_path: "model.ckpt-50"'
+    assert [line for line in state.splitlines() if line.startswith("all_model")] == \
+        [f'all_model_checkpoint_paths: "model.ckpt-{k}"' for k in (30, 40, 50)]
+    assert_variables(checkpoints / "model.ckpt-50", where / "expected" / "final_variables.npz", spec["rtol"])
+    assert [line for line in stderr.splitlines() if line.startswith("saved ")][-1].endswith("model.ckpt-50")
+
+
+def test_a_run_resumed_from_its_latest_checkpoint_goes_on_as_one_run(tmp_path):
+    """20 steps, then `--restore latest --steps 50`: steps 21-50 give TF's losses and variables."""
+    checkpoints = tmp_path / "ckpt"
+    code, stderr, *_ = train("conv_sgd_resource", tmp_path, "--checkpoint-dir", checkpoints, steps=20)
+    assert code == 0, stderr
+    code, stderr, out, spec, where = train("conv_sgd_resource", tmp_path, "--checkpoint-dir", checkpoints,
+                                           "--restore", "latest", output="resumed.npz")
+    assert code == 0, stderr
+    assert f"restored {checkpoints / 'model.ckpt-20'} (step 20)" in stderr
+    losses = np.load(out)[spec["loss"]]
+    np.testing.assert_allclose(losses, np.load(where / "expected" / "losses.npy")[20:], rtol=spec["rtol"])
+    assert_variables(checkpoints / "model.ckpt-50", where / "expected" / "final_variables.npz", spec["rtol"])
+
+
+def test_a_checkpoint_tensorflow_wrote_restores_and_training_resumes(tmp_path):
+    spec, where = case("mlp_adam_ref")
+    resume = spec["resume"]
+    code, stderr, out, spec, where = train("mlp_adam_ref", tmp_path, "--restore", where / resume["prefix"],
+                                           "--checkpoint-dir", tmp_path / "ckpt")
+    assert code == 0, stderr
+    np.testing.assert_allclose(np.load(out)[spec["loss"]], np.load(where / resume["losses"]), rtol=spec["rtol"])
+    assert_variables(tmp_path / "ckpt" / "model.ckpt-50", where / resume["final_variables"], spec["rtol"])
+
+
+def test_a_graph_without_a_saver_gets_one_of_every_variable(tmp_path):
+    """tests/fixtures/training graphs have no Saver: the added one keys tensors by variable name,
+    and 2 steps + a restore + 2 more end where 4 steps in a row do."""
+    graph = Path(__file__).resolve().parent / "fixtures" / "training" / "momentum_resource" / "graph.pb"
+    spec = json.loads((graph.parent / "case.json").read_text())
+
+    def run(checkpoints, steps, *extra):
+        code, _, stderr = run_dftool("run", graph, "--target", "train", "--steps", steps, "--fetch", "read_0:0",
+                                     "--checkpoint-dir", checkpoints, *extra)
+        assert code == 0, stderr
+
+    run(tmp_path / "straight", 4, "--init", "init")
+    run(tmp_path / "stopped", 2, "--init", "init")
+    assert set(spec["variables"]) <= set(BundleReader(tmp_path / "stopped" / "model.ckpt-2").keys())
+    run(tmp_path / "stopped", 4, "--restore", "latest")
+    straight, resumed = BundleReader(tmp_path / "straight" / "model.ckpt-4"), BundleReader(tmp_path / "stopped" / "model.ckpt-4")
+    for variable in spec["variables"]:
+        np.testing.assert_array_equal(resumed.read(variable), straight.read(variable), err_msg=variable)
+
+
+@pytest.mark.parametrize("restore, message", [
+    ("nowhere/model.ckpt-5", "--restore 'nowhere/model.ckpt-5': no checkpoint there"),
+    ("latest", "--restore latest: no checkpoint in"),
+])
+def test_nothing_to_restore_is_refused(restore, message, tmp_path):
+    code, stderr, *_ = train("mlp_sgd_ref", tmp_path, "--restore", restore, "--checkpoint-dir", tmp_path / "empty", steps=3)
+    assert code == 2 and message in stderr.strip().splitlines()[-1], stderr
