@@ -145,7 +145,9 @@ class Cluster:
 
     def register(self, registration: "_Registration") -> None:
         """Have every task of a signature compile its partitions (a worker that has them already
-        only confirms)."""
+        only confirms). Workers lost by an earlier step are replaced first: a new signature's first
+        run registers before its step starts."""
+        self.recover()
         calls = {task: self.engine.submit(task, "register", registration.fingerprint, parts, registration.fed,
                                           registration.targets, check_numerics=registration.check_numerics,
                                           session_key=registration.session_key)
