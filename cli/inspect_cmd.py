@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from graphtool import graph_io
-from graphtool.errors import InvalidGraphError
+from graphtool.errors import InvalidGraphError, UsageError
 from graphtool.inspect import inspect_graph, problem_summary
 
 from .common import common_options, emit_report, settings, signature_option
@@ -27,13 +27,23 @@ def command(graph: str, as_json: bool, report_path: str | None, signature: str |
     Also shape-inference coverage, warnings about suspicious but legal structure, and a
     ready-to-paste `dftool run` line. A graph with problems (invalid nodes, ops dftool does not
     know) is still summarised; every problem is listed (-v: every node of each unknown op, -vv:
-    their inputs and outputs), and the command then exits 3. A SavedModel's signatures are listed."""
+    their inputs and outputs), and the command then exits 3. A SavedModel's signatures are listed.
+
+    A TensorFlow checkpoint (its prefix, .index file or a data shard) is listed instead: each
+    tensor's name, dtype, shape and bytes."""
+    from graphtool.checkpoint.inspect import checkpoint_prefix
     from graphtool.loader import load_graph_and_origin
 
     if as_json:
         take_stdout()
     if report_path:
         graph_io.check_writable(report_path)
+    prefix = checkpoint_prefix(graph)
+    if prefix is not None:
+        if signature is not None:
+            raise UsageError(f"{graph}: --signature selects a SavedModel signature; a checkpoint has none")
+        inspect_checkpoint_prefix(prefix, as_json=as_json, report_path=report_path)
+        return
     build_problems: list[str] = []
     source = "<stdin>" if graph == "-" else graph
     with stage(f"loading {source}"):
@@ -107,6 +117,31 @@ def _tables(report: dict) -> list[Table]:
                 if f["kind"] != "unknown_op"]),   # the unknown-ops table has them
     ]
     return [t for t in tables if t.row_count]
+
+
+# --- checkpoints ------------------------------------------------------------------------------
+
+def inspect_checkpoint_prefix(prefix: str, *, as_json: bool, report_path: str | None) -> None:
+    """`dftool inspect CKPT`: the tensors of a checkpoint (name, dtype, shape), as a table and/or
+    the inspect_checkpoint JSON report."""
+    from graphtool.checkpoint.inspect import inspect_checkpoint
+
+    with stage(f"reading checkpoint {prefix}"):
+        body = inspect_checkpoint(prefix)
+    emit_report({"command": "inspect", **body}, as_json=as_json, report_path=report_path,
+                kind="inspect_checkpoint")
+    if not results_shown():
+        return
+    console = result_console()
+    shards = len(body["data_files"])
+    where = f"in {shards} data shard{'s' if shards != 1 else ''}" if body["format"] == "V2" else "(V1 format, one file)"
+    show(console, f"checkpoint {body['checkpoint']}: {body['tensor_count']} tensors, {body['total_bytes']:,} bytes "
+                  f"{where}", "")
+    partitioned = any(t["parts"] for t in body["tensors"])
+    columns = ["name", "dtype", "shape", "bytes"] + (["parts"] if partitioned else [])
+    rows = [[t["name"], t["dtype"], _shape_text(t["shape"]), f"{t['bytes']:,}"]
+            + ([t["parts"] or ""] if partitioned else []) for t in body["tensors"]]
+    show(console, _table("tensors", columns, rows, ("bytes", "parts")))
 
 
 # --- SavedModels ------------------------------------------------------------------------------

@@ -29,6 +29,8 @@ REPORT_VERSIONS = {
     "grad": 2,
     "profile": 2,
     "cluster": 2,
+    # `dftool inspect CKPT`: the report of the inspect command on a checkpoint, not on a graph.
+    "inspect_checkpoint": 1,
 }
 
 # `run --json` includes the values of outputs with at most this many elements.
@@ -40,17 +42,18 @@ def schema_id(command: str) -> str:
     return f"dftool.{command}/{REPORT_VERSIONS[command]}"
 
 
-def stamped(report: dict) -> dict:
+def stamped(report: dict, kind: str | None = None) -> dict:
     """The report with `schema` and `command` first (a `schema` the library put in is replaced:
-    the command line owns the version)."""
+    the command line owns the version). `kind` names the report when a command writes more than
+    one kind (inspect on a checkpoint: "inspect_checkpoint"); by default it is the command."""
     command = report["command"]
     body = {key: value for key, value in report.items() if key not in ("schema", "command")}
-    return {"schema": schema_id(command), "command": command, **body}
+    return {"schema": schema_id(kind or command), "command": command, **body}
 
 
-def emit_report(report: dict, *, as_json: bool, report_path: str | None) -> None:
+def emit_report(report: dict, *, as_json: bool, report_path: str | None, kind: str | None = None) -> None:
     """Write the stamped report to --report FILE (atomically) and/or stdout (--json)."""
-    text = json.dumps(stamped(report), indent=2, default=_json_default) + "\n"
+    text = json.dumps(stamped(report, kind), indent=2, default=_json_default) + "\n"
     if report_path:
         graph_io.write_atomic(report_path, text.encode())
     if as_json:

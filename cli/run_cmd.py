@@ -15,11 +15,17 @@ from graphtool.errors import RuntimeFailure, UsageError
 from graphtool.exec.trace import write_trace
 from graphtool.placement.device_names import short_device_name
 
+from graphtool.training import checkpoints
+from graphtool.training.loop import StepLoop, StepPlan
+from graphtool.training.step_feeds import read_feeds_per_step
+
 from .cluster_cmd import CLUSTER_HELP, start_cluster
 from .common import common_options, emit_report, info, load_graph, settings, signature_option
 from .output import detail, notice, stage, take_stdout
 from .output import result as show_result
 from .report import tensor_value
+from .run_steps import (QueueRunner, StepLog, check_step_options, default_log_every, open_event_log,
+                        parse_queue_runner_spec, stacked, step_options, training_summary)
 
 
 # What --output writes, by the file name's extension.
@@ -137,10 +143,12 @@ def execution_options(func):
 
 def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threads, *, check_numerics: bool = False,
                  signature: str | None = None, jit: bool | None = None, jit_cache: str | None = None,
-                 cast_feeds: bool = False, cluster_spec: str | None = None, compress: str = "none"):
+                 cast_feeds: bool = False, cluster_spec: str | None = None, compress: str = "none",
+                 prepare_graph=None):
     """(session, feeds, fetch list) for GRAPH and the execution options; the default fetches are
     every graph output. UsageError for a graph with nothing to fetch. With `cluster_spec`, the
-    session runs on that cluster (started here, closed when the command ends)."""
+    session runs on that cluster (started here, closed when the command ends). `prepare_graph`
+    sees the loaded graph before the session is made (a saver is added there)."""
     from graphtool.exec.session import Session
 
     if jit_cache is not None:
@@ -148,6 +156,8 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
 
         runtime.set_cache_dir(jit_cache)
     loaded = load_graph(graph, signature=signature)
+    if prepare_graph is not None:
+        prepare_graph(loaded)
     if cluster_spec is not None and jit:
         raise UsageError("--jit and --cluster cannot be combined yet",
                          hint="run on the cluster without --jit, or with --jit in one process")
@@ -208,20 +218,17 @@ def report_jit(session) -> None:
 @click.option("--check-numerics", is_flag=True, help="Fail on the first NaN/Inf, naming its node.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report on stdout.")
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
-@click.option("--init", "inits", multiple=True, metavar="NODE",
-              help="Run this node once first, in the same session (a variable initializer).")
-@click.option("--target", "targets", multiple=True, metavar="NODE",
-              help="Run this node (a training op) --steps times before fetching.")
-@click.option("--steps", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Runs of the --target nodes (without targets: runs of the fetches; the last is shown).")
+@step_options
 @common_options
 def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threads, timeout, expect, rtol, atol,
-            check_numerics, as_json, report, inits, targets, steps, signature, jit, jit_cache, cast_feeds,
+            check_numerics, as_json, report, inits, targets, steps, feeds_per_step, log_every, checkpoint_dir,
+            save_every, keep, restore, max_restarts, logdir, queue_runners, signature, jit, jit_cache, cast_feeds,
             cluster_spec, compress):
     """Execute GRAPH and print or save the fetched tensors.
 
     Results go to stdout (with --json, to stderr after the report; --output: a file), one line
-    per fetch: name, dtype and shape, the first values."""
+    per fetch: name, dtype and shape, the first values. With --steps, each step runs the
+    --target nodes and the fetches in one run of the same session (variables persist)."""
     if as_json:
         take_stdout()
     if output:
@@ -229,32 +236,48 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
     for path in (trace, report):
         if path:
             graph_io.check_writable(path)
-    session, feeds, fetch_list = open_session(graph, feed_pairs, feeds_file, fetches, device, threads,
-                                              check_numerics=check_numerics, signature=signature, jit=jit,
-                                              jit_cache=jit_cache, cast_feeds=cast_feeds,
-                                              cluster_spec=cluster_spec, compress=compress)
+    check_step_options(steps, checkpoint_dir, save_every, restore, max_restarts, cluster_spec)
+    runners = [parse_queue_runner_spec(spec) for spec in queue_runners]
+    saver_nodes: list = []
+    wants_saver = bool(checkpoint_dir or restore)
+    session, feeds, fetch_list = open_session(
+        graph, feed_pairs, feeds_file, fetches, device, threads, check_numerics=check_numerics, signature=signature,
+        jit=jit, jit_cache=jit_cache, cast_feeds=cast_feeds, cluster_spec=cluster_spec, compress=compress,
+        prepare_graph=(lambda loaded: saver_nodes.append(checkpoints.prepare_graph(loaded))) if wants_saver else None)
     if output:
         check_output_name(output, len(fetch_list))
-    # Stateful graphs (training, random draws) evolve across runs of one session, as in
-    # TensorFlow: initializers once, then the targets step by step, then the fetches.
-    with stage(f"running {'<stdin>' if graph == '-' else graph}"):
-        if inits:
-            session.run([], feeds, timeout=timeout, targets=list(inits))
-        for _ in range(steps if targets else steps - 1):
-            session.run([] if targets else fetch_list, feeds, timeout=timeout, targets=list(targets),
-                        allow_dead=not fetches)
-        # Default fetches may lie on a cond branch this run does not take: those are reported as
-        # dead, not an error. A fetch the user names must be live.
-        started = time.perf_counter()
-        result = session.run(fetch_list, feeds, timeout=timeout, allow_dead=not fetches, trace=bool(trace))
-        step_seconds = time.perf_counter() - started
+    for name in (*inits, *targets):   # a bad name is exit 2 before any step runs
+        session.resolve_node(name, "init" if name in inits else "target")
+    per_step = read_feeds_per_step(feeds_per_step, steps, feed_files.placeholder_expectation(session.resolve),
+                                   cast_feeds) if feeds_per_step else {}
+    checkpointing = checkpoints.Checkpointing(session, saver_nodes[0], checkpoint_dir, save_every, keep, timeout) \
+        if wants_saver else None
+    restore_prefix = checkpointing.resolve(restore) if checkpointing is not None and restore else None
+    summary_tensors, event_log = open_event_log(logdir, session) if logdir else ([], None)
+    plan = StepPlan(steps=steps, fetches=fetch_list, targets=list(targets), inits=list(inits), feeds=feeds,
+                    feeds_per_step=per_step, timeout=timeout, allow_dead=not fetches, restore=restore_prefix,
+                    max_restarts=max_restarts, trace_last=bool(trace))
+    queue_runner_list = [QueueRunner(session, op, threads=count) for op, count in runners]
+    with stage(f"running {'<stdin>' if graph == '-' else graph}"), \
+            StepLog(steps, log_every or default_log_every(steps)) as log:
+        outcome = StepLoop(session, plan, checkpoints=checkpointing, summary_tensors=summary_tensors,
+                           event_log=event_log, queue_runners=queue_runner_list, on_step=log.step,
+                           on_event=log.event).run()
+    if outcome.last_result is None:
+        raise RuntimeFailure(f"no step ran: {outcome.input_exhausted or 'nothing to do'}")
+    result = outcome.last_result
+    step_seconds = outcome.seconds / max(1, outcome.steps_run)
     if trace:
         write_trace(result.step_stats, trace, metadata={"graph": graph})
         info(f"wrote a trace of {result.step_stats.nodes_executed} node execution(s) to {trace}")
     dead = [name for name, value in zip(fetch_list, result.values) if value is None]
     fetch_list, values = zip(*[(n, v) for n, v in zip(fetch_list, result.values) if v is not None]) or ((), ())
     fetch_list, values = list(fetch_list), list(values)
-    if output:
+    if output and outcome.steps_run > 1:
+        columns = [(n, v) for n, v in zip(plan.fetches, stacked(outcome, len(plan.fetches))) if v is not None]
+        save_outputs(output, [n for n, _ in columns], [v for _, v in columns])
+        info(f"wrote {len(columns)} tensor(s), each stacked over {outcome.steps_run} steps, to {output}")
+    elif output:
         save_outputs(output, fetch_list, values)
         info(f"wrote {len(fetch_list)} tensor(s) to {output}")
     else:
@@ -280,6 +303,8 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
                      **({"jit": session.jit_report.to_json()} if session.jit_report is not None else {}),
                      **({"cluster": _cluster_summary(session.cluster, cluster_spec, result.transfer_bytes)}
                         if session.cluster is not None else {}),
+                     **({"training": training_summary(outcome, event_log)}
+                        if steps > 1 or inits or targets or checkpointing or event_log or queue_runner_list else {}),
                      "expect": None if not expect else {"file": expect, "mismatches": mismatches}},
                     as_json=as_json, report_path=report)
     if mismatches:

@@ -28,17 +28,6 @@ class RuntimeFailure(DftoolError):
     exit_code = 1
 
 
-class OutOfRangeError(RuntimeFailure):
-    """TensorFlow's OutOfRange: an input ran out (a dequeue on a closed queue with too few
-    elements, a reader whose filename queue is closed and empty). A multi-step run ends cleanly
-    on it, as TF input pipelines end."""
-
-
-class CancelledError(RuntimeFailure):
-    """TensorFlow's Cancelled: a waiting operation was cancelled (its queue was closed with
-    cancel_pending_enqueues, its step failed or timed out, or its session was closed)."""
-
-
 class UsageError(DftoolError):
     """A bad flag, or a node/feed/fetch/pass name that does not exist (exit 2)."""
 
@@ -55,3 +44,22 @@ class DeviceUnavailable(DftoolError):
     """A requested device or backend is not present (exit 4)."""
 
     exit_code = 4
+
+
+class TaskLost(RuntimeFailure):
+    """A cluster task's process or node went away during a step (exit 1). `task` is its short
+    name (worker:1); a multi-step run with --max-restarts restarts from the latest checkpoint."""
+
+    def __init__(self, message: str, *, task: str, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.task = task
+
+
+class OutOfRangeError(RuntimeFailure):
+    """TensorFlow's OutOfRange: a dequeue from a closed queue holding too few elements, a reader
+    past its last file (exit 1 for a single run; a multi-step run ends cleanly on it)."""
+
+
+class CancelledError(RuntimeFailure):
+    """TensorFlow's Cancelled: a waiting operation was cancelled (its queue was closed with
+    cancel_pending_enqueues, its step failed or timed out, or its session was closed)."""

@@ -32,8 +32,8 @@ _SAVED_MODEL_HINT = ("pass the SavedModel directory (with variables/) instead, o
 _META_GRAPH_HINT = ("extract its graph_def field (e.g. tf.compat.v1.train.import_meta_graph, then "
                     "freeze and write tf.compat.v1.get_default_graph().as_graph_def())")
 _KERAS_HINT = "load it in Keras and save a SavedModel (model.export(DIR)), then pass DIR"
-_CHECKPOINT_HINT = ("a checkpoint holds variable values only; pass the SavedModel directory or a "
-                    "frozen GraphDef of the model instead")
+_CHECKPOINT_HINT = ("a checkpoint holds variable values only (`dftool inspect CKPT` lists them); pass the "
+                    "SavedModel directory or a frozen GraphDef of the model instead")
 # Top-level field names of the text formats of MetaGraphDef and SavedModel.
 _META_GRAPH_TEXT_FIELDS = {"meta_info_def", "graph_def", "saver_def", "collection_def",
                            "signature_def", "asset_file_def", "object_graph_def"}

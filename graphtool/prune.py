@@ -66,7 +66,13 @@ def pruned_copy(graph: Graph, keep: set[Node], fed: Iterable[Node] = ()) -> Grap
     are dropped: their values come from outside)."""
     copy = graph.copy()
     for node in fed:
-        copy.node(node.name).clear_inputs()
+        fed_copy = copy.node(node.name)
+        fed_copy.clear_inputs()
+        if fed_copy.op == "PlaceholderWithDefault":
+            # Fed, its default is not needed: a Placeholder (the same dtype and shape attrs) is what
+            # it now is, and the graph stays valid for placement and partitioning (TF Savers'
+            # filename tensors are such nodes, pinned to a CPU).
+            fed_copy.op = "Placeholder"
     doomed = [copy.node(n.name) for n in graph.nodes if n not in keep]
     for node in doomed:
         node.clear_inputs()

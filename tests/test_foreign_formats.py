@@ -27,6 +27,9 @@ CASES = {
 }
 # Data shards are raw tensor bytes: only their name says what they are.
 NAMELESS = {"ckpt.data-00000-of-00001"}
+# `dftool inspect` lists a checkpoint's tensors (tests/test_checkpoint_inspect.py): the graph
+# commands refuse it.
+CHECKPOINT_FILES = {"ckpt.index", "ckpt.data-00000-of-00001"}
 
 
 def _check(args, source, words, hint, input=None):
@@ -49,7 +52,14 @@ def _check(args, source, words, hint, input=None):
 def test_refused_by_name_from_a_file(name):
     words, hint = CASES[name]
     path = str(FOREIGN / name)
-    _check(["inspect", path], path, words, hint)
+    _check(["run" if name in CHECKPOINT_FILES else "inspect", path], path, words, hint)
+
+
+@pytest.mark.parametrize("name", sorted(CHECKPOINT_FILES))
+def test_inspect_lists_a_checkpoint_by_its_files(name):
+    rc, stdout, stderr = run_dftool("inspect", FOREIGN / name)
+    assert rc == 0, stderr
+    assert stdout.startswith(f"checkpoint {FOREIGN / 'ckpt'}: ")
 
 
 @pytest.mark.parametrize("name", sorted(set(CASES) - NAMELESS))

@@ -64,6 +64,8 @@ def _normalize(value):
         return [_normalize(v) for v in value]
     if hasattr(value, "dims"):
         return ("shape", value.dims)
+    if hasattr(value, "tolist") and hasattr(value, "shape"):   # a tensor attr's value (numpy array)
+        return ("tensor", str(value.dtype), list(value.shape), value.tolist())
     if hasattr(value, "enum"):
         return value.name
     if isinstance(value, float):

@@ -2,8 +2,8 @@
 
     python tools/check_tf_schema.py     # prints differences, exit 1 if any
 
-Compares every message reachable from GraphDef, OpList, SavedModel, the tensor-bundle entries and
-the checkpoint object graph (field names, numbers, types) and the DataType / FullTypeId enums between TensorFlow's generated modules and graphtool.proto.
+Compares every message reachable from GraphDef, OpList, SavedModel, the tensor-bundle entries, the
+V1 checkpoint slices, the checkpoint object graph and step stats (field names, numbers, types) and the DataType / FullTypeId enums between TensorFlow's generated modules and graphtool.proto.
 """
 import os
 import sys
@@ -15,13 +15,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tensorflow.core.framework import full_type_pb2 as tf_full_type  # noqa: E402
 from tensorflow.core.framework import graph_pb2 as tf_graph  # noqa: E402
 from tensorflow.core.framework import op_def_pb2 as tf_op_def  # noqa: E402
+from tensorflow.core.framework import step_stats_pb2 as tf_step_stats  # noqa: E402
 from tensorflow.core.framework import types_pb2 as tf_types  # noqa: E402
 from tensorflow.core.protobuf import saved_model_pb2 as tf_saved_model  # noqa: E402
 from tensorflow.core.protobuf import tensor_bundle_pb2 as tf_bundle  # noqa: E402
 from tensorflow.core.protobuf import trackable_object_graph_pb2 as tf_trackable  # noqa: E402
+from tensorflow.core.util import saved_tensor_slice_pb2 as tf_saved_slices  # noqa: E402
 
 from graphtool.proto import (full_type_pb2, graph_pb2, op_def_pb2, saved_model_pb2,  # noqa: E402
-                             tensor_bundle_pb2, trackable_object_graph_pb2, types_pb2)
+                             saved_tensor_slice_pb2, step_stats_pb2, tensor_bundle_pb2, trackable_object_graph_pb2, types_pb2)
 
 
 def _collect(*roots):
@@ -50,10 +52,12 @@ def _collect(*roots):
 def main() -> int:
     theirs = _collect(tf_graph.GraphDef.DESCRIPTOR, tf_op_def.OpList.DESCRIPTOR, tf_saved_model.SavedModel.DESCRIPTOR,
                       tf_bundle.BundleHeaderProto.DESCRIPTOR, tf_bundle.BundleEntryProto.DESCRIPTOR,
-                      tf_trackable.TrackableObjectGraph.DESCRIPTOR)
+                      tf_trackable.TrackableObjectGraph.DESCRIPTOR, tf_step_stats.StepStats.DESCRIPTOR,
+                      tf_saved_slices.SavedTensorSlices.DESCRIPTOR)
     ours = _collect(graph_pb2.GraphDef.DESCRIPTOR, op_def_pb2.OpList.DESCRIPTOR, saved_model_pb2.SavedModel.DESCRIPTOR,
                     tensor_bundle_pb2.BundleHeaderProto.DESCRIPTOR, tensor_bundle_pb2.BundleEntryProto.DESCRIPTOR,
-                    trackable_object_graph_pb2.TrackableObjectGraph.DESCRIPTOR)
+                    trackable_object_graph_pb2.TrackableObjectGraph.DESCRIPTOR, step_stats_pb2.StepStats.DESCRIPTOR,
+                    saved_tensor_slice_pb2.SavedTensorSlices.DESCRIPTOR)
     for enum_pair in ((tf_types.DataType, types_pb2.DataType), (tf_full_type.FullTypeId, full_type_pb2.FullTypeId)):
         name = "enum " + enum_pair[1].DESCRIPTOR.name
         theirs[name] = {v.name: v.number for v in enum_pair[0].DESCRIPTOR.values}

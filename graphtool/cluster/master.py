@@ -27,7 +27,7 @@ import uuid
 
 import numpy as np
 
-from ..errors import DftoolError, InvalidGraphError, RuntimeFailure, UsageError
+from ..errors import DftoolError, InvalidGraphError, RuntimeFailure, TaskLost, UsageError
 from ..exec.executor import StepStats
 from ..exec.multi_device import Moved, has_transfers, split_per_device
 from ..exec.step_errors import StepTimeout
@@ -145,7 +145,9 @@ class Cluster:
 
     def register(self, registration: "_Registration") -> None:
         """Have every task of a signature compile its partitions (a worker that has them already
-        only confirms)."""
+        only confirms). Workers lost by an earlier step are replaced first: a new signature's first
+        run registers before its step starts."""
+        self.recover()
         calls = {task: self.engine.submit(task, "register", registration.fingerprint, parts, registration.fed,
                                           registration.targets, check_numerics=registration.check_numerics,
                                           session_key=registration.session_key)
@@ -155,8 +157,8 @@ class Cluster:
                 self.engine.result(task, call)
             except WorkerLost as exc:
                 self.lost.add(task)
-                raise RuntimeFailure(f"task {self._short(task)} ({self._where(task)}) was lost while "
-                                     f"compiling its partitions: {exc.why}") from None
+                raise TaskLost(f"task {self._short(task)} ({self._where(task)}) was lost while "
+                               f"compiling its partitions: {exc.why}", task=self._short(task)) from None
             except Exception as exc:   # the worker raised while compiling (a RayTaskError)
                 cause = getattr(exc, "cause", None)
                 if isinstance(cause, DftoolError):
@@ -438,14 +440,14 @@ class _StepWatch:
                                  hint="every _Recv needs a _Send with the same tensor_name, send_device "
                                       "and recv_device that runs in the same step")
 
-    def _lost(self, task: str, why: str) -> RuntimeFailure:
+    def _lost(self, task: str, why: str) -> TaskLost:
         self.cluster.lost.add(task)
         info = self.engine.infos[task]
         waiting = self._waiting_on(task)
-        return RuntimeFailure(f"task {info.task.short_name} (Ray node {info.short_node}, pid {info.pid}) was lost "
-                              f"during the step: {why}{waiting}",
-                              hint="the step was stopped on every task; rerun it (restarting from a "
-                                   "checkpoint is --restore)")
+        return TaskLost(f"task {info.task.short_name} (Ray node {info.short_node}, pid {info.pid}) was lost "
+                        f"during the step: {why}{waiting}", task=info.task.short_name,
+                        hint="the step was stopped on every task; rerun it (a multi-step run restarts from "
+                             "its latest checkpoint with --checkpoint-dir and --max-restarts, or resumes with --restore)")
 
     def _waiting_on(self, task: str | None) -> str:
         """'; worker:0 was waiting for tensor 'x:0' from worker:1/cpu:0 ...' (at most 3): what

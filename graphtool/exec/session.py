@@ -119,6 +119,15 @@ class Session:
             raise UsageError(f"{what} '{name}': node '{node_name}' ({node.op}) has {node.num_outputs} output(s)")
         return TensorRef(node, port)
 
+    def resolve_node(self, name: str, what: str = "target"):
+        """A node named by the user (`^name` too) to run as a target; UsageError (exit 2) naming
+        it, as `what` (target, init), when it does not exist."""
+        node = self.graph.get(name.lstrip("^"))
+        if node is None:
+            raise UsageError(f"{what} '{name}': no node named '{name.lstrip('^')}' in the graph",
+                             hint=did_you_mean(name.lstrip("^"), (n.name for n in self.graph.nodes)))
+        return node
+
     def _name_hint(self, name: str, what: str) -> str | None:
         """Close names (signature keys too); for a feed, also the inputs the graph has."""
         names = [n.name for n in self.graph.nodes] + [key.split(":")[0] for key in self._aliases[what]]
@@ -149,13 +158,7 @@ class Session:
         the result's `step_stats` has every node execution and the memory in use per device."""
         feeds = feeds or {}
         fetch_refs = [self.resolve(name, "fetch") for name in fetches]
-        target_nodes = []
-        for name in targets:
-            node = self.graph.get(name.lstrip("^"))
-            if node is None:
-                raise UsageError(f"target '{name}': no node named '{name.lstrip('^')}' in the graph",
-                                 hint=did_you_mean(name.lstrip("^"), (n.name for n in self.graph.nodes)))
-            target_nodes.append(node)
+        target_nodes = [self.resolve_node(name, "target") for name in targets]
         feed_values = {self.resolve(name, "feed"): value for name, value in feeds.items()}
         checked = {ref: self._check_feed(ref, name, value)
                    for (name, value), ref in zip(feeds.items(), feed_values)}

@@ -26,6 +26,8 @@ FAMILY_MODULES: tuple[str, ...] = (
     "image",
     "strings",
     "state_scatter",
+    "summary",
+    "io",
     "data_flow",
 )
 

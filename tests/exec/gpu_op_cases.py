@@ -147,3 +147,16 @@ TARGET_CASES = [
     ("ControlTrigger", "ControlTrigger", [], {}),
     ("Abort", "Abort", [], dict(exit_without_error=True)),
 ]
+
+# Summary ops (graphtool/exec/kernels/summary.py) run from host memory on a GPU device.
+_SCALAR_SUMMARY = b"\n\x08\n\x01s\x15\x00\x00\x80?"   # Summary{value {tag: "s" simple_value: 1.0}}
+CASES += [
+    ("ScalarSummary", "ScalarSummary", [np.array([b"a", b"b"]), F[0, :2]], {}),
+    ("HistogramSummary", "HistogramSummary", [np.array(b"h"), F], {}),
+    ("ImageSummary", "ImageSummary", [np.array(b"i"), IMAGE], dict(max_images=2)),
+    ("AudioSummaryV2", "AudioSummaryV2", [np.array(b"a"), F, np.float32(8000)], {}),
+    ("AudioSummary", "AudioSummary", [np.array(b"a"), F], dict(sample_rate=8000.0)),
+    ("MergeSummary", "MergeSummary", [[np.array([_SCALAR_SUMMARY]), np.array(b"")]], {}),
+    ("TensorSummaryV2", "TensorSummaryV2", [np.array(b"t"), INTS, np.array(b"")], {}),
+    ("TensorSummary", "TensorSummary", [F], {}),
+]

@@ -322,8 +322,57 @@ def test_queues_and_readers_on_strict_gpu_double_match_cpu(tmp_path):
             np.testing.assert_array_equal(np.asarray(got), want)
 
 
-STATEFUL_OPS = {node.op for graph in (variables_graph(), stack_and_gradient_array_graph(), tables_graph(), queues_graph(),
-                                       scatter_variables_graph())
+def checkpoint_graph():
+    """The checkpoint ops (host memory): a variable's value (the Assign's output) and strings
+    saved with SaveV2 under a sharded name, merged by MergeV2Checkpoints and restored (whole and
+    a slice), and the legacy V1 ops (Save, SaveSlices, Restore, RestoreSlice) on fed file names."""
+    b = GraphBuilder()
+    string, float32 = dtypes.as_dtype("string"), dtypes.as_dtype("float32")
+    directory = b.placeholder(string, [], name="dir")
+    v1_file = b.placeholder(string, [], name="v1_file")
+    weights = b.op("VariableV2", [], name="w", shape=[2, 3], dtype=float32)
+    value = b.op("Assign", [weights, np.arange(6, dtype=np.float32).reshape(2, 3)], name="init")
+    words = np.array([b"a", b"bc"], dtype=object)
+    tmp = b.op("ShardedFilename", [directory, np.int32(0), np.int32(1)], name="tmp")
+    b.op("ShardedFilespec", [directory, np.int32(1)], name="spec")
+    save = b.op("SaveV2", [tmp, np.array([b"w", b"words"], dtype=object), np.array([b"", b""], dtype=object),
+                           [value, words]], name="save")
+    with b.control_dependencies([save]):
+        merge = b.op("MergeV2Checkpoints", [tmp, directory], name="merge")    # a scalar: one part
+    with b.control_dependencies([merge]):
+        b.op("RestoreV2", [directory, np.array([b"w", b"words", b"w"], dtype=object),
+                           np.array([b"", b"", b"2 3 1,1:-"], dtype=object)], name="restore",
+             dtypes=[float32, string, float32])
+    slices_file = b.op("StringJoin", [[v1_file, np.array(b"_slices", dtype=object)]], name="slices_file")
+    legacy = b.op("Save", [v1_file, np.array([b"w"], dtype=object), [value]], name="legacy_save")
+    slices = b.op("SaveSlices", [slices_file, np.array([b"w"], dtype=object), np.array([b"4 3 0,2:-"], dtype=object),
+                                 [value]], name="legacy_save_slices")
+    with b.control_dependencies([legacy, slices]):
+        b.op("Restore", [v1_file, np.array(b"w", dtype=object)], name="legacy_restore", dt=float32)
+        b.op("RestoreSlice", [slices_file, np.array(b"w", dtype=object), np.array(b"4 3 1,1:1,2", dtype=object)],
+             name="legacy_restore_slice", dt=float32)
+    return b.graph
+
+
+def test_checkpoint_ops_on_strict_gpu_double_match_cpu(tmp_path):
+    fetches = ["restore:0", "restore:1", "restore:2", "spec:0", "legacy_restore:0", "legacy_restore_slice:0"]
+    values = {}
+    for device in ("cpu", "gpu"):
+        feeds = {"dir:0": np.array(str(tmp_path / device / "ckpt").encode(), dtype=object),
+                 "v1_file:0": np.array(str(tmp_path / f"{device}_v1").encode(), dtype=object)}
+        session = Session(checkpoint_graph(), device="cpu" if device == "cpu" else strict_gpu(), threads=1)
+        values[device] = session.run(fetches, feeds).values
+    for name, gpu_value, cpu_value in zip(fetches, values["gpu"], values["cpu"]):
+        if name == "spec:0":          # names the device's own directory
+            assert gpu_value[()] == str(tmp_path / "gpu" / "ckpt-?????-of-00001").encode()
+            continue
+        assert_same_values(name, gpu_value, cpu_value)
+    assert values["gpu"][2].tolist() == [[3, 4, 5]] and values["gpu"][5].tolist() == [[4, 5]]
+    assert (tmp_path / "gpu" / "ckpt.index").read_bytes() == (tmp_path / "cpu" / "ckpt.index").read_bytes()
+
+
+STATEFUL_OPS = {node.op for graph in (variables_graph(), stack_and_gradient_array_graph(), tables_graph(),
+                                       scatter_variables_graph(), checkpoint_graph(), queues_graph())
                 for node in graph.nodes}
 
 

@@ -220,3 +220,18 @@ def test_a_device_that_is_not_here_is_soft_placed_and_said():
     assert result.devices == [CPU0]
     assert result.notes == ["node 'product' asked for tpu:0, runs on cpu:0 "
                             "(no available device matches it (devices: cpu:0))"]
+
+
+def test_a_fed_placeholder_with_default_pinned_to_a_device_runs_across_devices():
+    """TF Savers' filename tensor: a PlaceholderWithDefault on /device:CPU:0, fed, in a graph that
+    spans devices (its default is not needed once fed)."""
+    from graphtool.exec.sim_gpu import SimulatedGPUDevice
+
+    graph = Graph()
+    default = const(graph, "default", 1.0)
+    fed = graph.add_node("PlaceholderWithDefault", "p", inputs=[default.output(0)],
+                         attrs={"dtype": F32, "shape": None}, device="/device:CPU:0")
+    op(graph, "Identity", "y", fed)
+    session = Session(graph, device=SimulatedGPUDevice(strict=True))
+    assert session.run(["y:0"], {"p:0": np.float32(7.0)}).values[0] == 7.0
+    assert session.run(["y:0"]).values[0] == 1.0

@@ -7,7 +7,7 @@ from importlib import import_module
 # gpu_* modules hold the GPU kernels of ops whose shared kernel cannot run on cupy.
 FAMILY_MODULES = ("core", "math", "array", "nn", "tensor_array", "tensor_list", "state", "state_scatter", "segment", "sparse",
                   "gpu_host_memory", "gpu_segment", "functional", "random", "training", "image", "gpu_image",
-                  "strings", "parsing", "lookup", "queue", "readers")
+                  "strings", "parsing", "lookup", "summary", "checkpoint_io", "queue", "readers")
 
 FAMILIES = {family: import_module(f"{__name__}.{family}") for family in FAMILY_MODULES}
 

@@ -173,7 +173,7 @@ def accumulate_at(xp, mode: str, target, position, updates) -> None:
 
 # (mode, dtype) -> the type cupy's ufunc.at runs it in, giving the same values (see accumulate_at).
 # Same-size entries reinterpret the bits (a view) instead of converting.
-_ACCUMULATE_AS = {
+_ACCUMULATE_AS: dict[tuple[str, str], np.dtype] = {
     **{("add", code): np.dtype(np.int32) for code in ("i1", "i2")},
     **{("add", code): np.dtype(np.uint32) for code in ("u1", "u2")},
     ("add", "i8"): np.dtype(np.uint64),
