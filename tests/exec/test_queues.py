@@ -332,3 +332,13 @@ def test_queue_runner_reports_errors_and_restarts():
     runner.start()  # again (the queue is closed now: the threads end at once, without error)
     runner.join(5)
     assert runner.error() is None
+
+
+def test_traced_step_records_the_waiting_dequeue():
+    """A recorded step (profile, --trace) times an asynchronous kernel from start to finish."""
+    session = Session(_queue_graph())
+    session.run([], {"value": np.int32(5)}, targets=["enqueue"])
+    result = session.run(["dequeue:0"], trace=True)
+    assert int(result.values[0]) == 5
+    names = [execution.name for device in result.step_stats.devices.values() for execution in device.nodes]
+    assert "dequeue" in names
