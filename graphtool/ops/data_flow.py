@@ -27,11 +27,14 @@ _SHUFFLE_ATTRS = _QUEUE_ATTRS[:3] + ["min_after_dequeue: int = 0", "seed: int = 
 _TIMEOUT = "timeout_ms: int = -1"
 
 
+_FORWARDING = ("Identity", "RefIdentity", "Enter", "RefEnter")
+
+
 def queue_node_of(node):
-    """The queue node whose handle `node`'s input 0 carries, following Identity-like nodes
+    """The queue node whose handle `node`'s input 0 carries, following Identity and Enter nodes
     (None when it comes from elsewhere, e.g. a function argument)."""
     producer = node.inputs[0].node if node.inputs else None
-    while producer is not None and producer.op in ("Identity", "RefIdentity") and producer.inputs:
+    while producer is not None and producer.op in _FORWARDING and producer.inputs:
         producer = producer.inputs[0].node
     return producer if producer is not None and producer.op in QUEUE_OPS else None
 

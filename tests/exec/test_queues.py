@@ -342,3 +342,21 @@ def test_traced_step_records_the_waiting_dequeue():
     assert int(result.values[0]) == 5
     names = [execution.name for device in result.step_stats.devices.values() for execution in device.nodes]
     assert "dequeue" in names
+
+
+def test_dequeue_inside_a_while_loop():
+    """A dequeue in a loop body (its handle enters the frame) waits and runs per iteration."""
+    b = GraphBuilder()
+    q = b.op("FIFOQueueV2", [], name="q", component_types=[dtypes.int32], shapes=[[]])
+    b.op("QueueEnqueueManyV2", [q, [np.array([1, 2, 3, 4], np.int32)]], name="fill")
+
+    def body(i, total):
+        value = b.op("QueueDequeueV2", [q], name="take", component_types=[dtypes.int32])
+        return b.add(i, 1), b.add(total, value[0])
+
+    _, total = b.while_loop(lambda i, t: b.less(i, 3), body, [b.const(np.int32(0)), b.const(np.int32(0))])
+    session = Session(b.graph)
+    session.run([], targets=["fill"])
+    assert int(session.run([total.full_name]).values[0]) == 6
+    with pytest.raises(StepTimeout):   # one element left, three asked for: the loop waits
+        session.run([total.full_name], timeout=0.3)

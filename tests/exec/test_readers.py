@@ -123,3 +123,19 @@ def test_an_endless_file_is_refused_naming_it(monkeypatch, reader, attrs):
     session = _session(_reader_graph(reader, **attrs), "/dev/zero")
     with pytest.raises(DftoolError, match="node 'read'.*/dev/zero"):
         session.run(["read:1"], timeout=30)
+
+
+def test_reads_of_one_reader_in_one_step_take_turns(tmp_path):
+    """Two ReaderReads of the same reader in one step get different records (reads of one
+    reader run one at a time, as TF's ReaderBase holds its mutex)."""
+    (tmp_path / "a.txt").write_bytes(b"1\n2\n3\n")
+    b = GraphBuilder()
+    q = b.op("FIFOQueueV2", [], name="files", component_types=[dtypes.string], shapes=[[]])
+    b.op("QueueEnqueueV2", [q, [b.const(np.array(str(tmp_path / "a.txt").encode(), dtype=object))]], name="fill")
+    reader = b.op("TextLineReaderV2", [], name="reader")
+    first = b.op("ReaderReadV2", [reader, q], name="first")
+    second = b.op("ReaderReadV2", [reader, q], name="second")
+    session = Session(b.graph)
+    session.run([], targets=["fill"])
+    values = session.run([first[1].full_name, second[1].full_name]).values
+    assert sorted(v.item() for v in values) == [b"1", b"2"]
