@@ -24,7 +24,9 @@ finish waits in its line without holding a thread; the enqueue or dequeue that l
   SingleSampleAdapter) and moves the last element into its place;
 - PaddingFIFOQueue's DequeueMany pads each component to the largest shape in the batch with
   zeros (empty strings);
-- a waiting attempt stops (Cancelled) when its step fails or times out, or its session closes.
+- a waiting attempt stops (Cancelled) when its step fails or times out, or its session closes;
+- `timeout_ms` is accepted and ignored, as in TensorFlow ("not supported yet"): a step's
+  --timeout is what bounds a wait.
 """
 from __future__ import annotations
 
