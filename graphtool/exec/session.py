@@ -237,6 +237,12 @@ class Session:
             fed_items[plan.item_of[node.name]] = [TensorRef(node, i) for i in range(node.num_outputs)]
         return executor, fetch_pairs, fed_items
 
+    def close(self) -> None:
+        """Close the session as tf.compat.v1.Session.close does: operations waiting in any of its
+        steps (a dequeue, an enqueue into a full queue, a read) fail with CancelledError, and
+        its queues close. Idempotent; runs after it fail the same way as soon as they wait."""
+        self.resources.close()
+
     def jit_compile(self, graph: Graph, device_name: str, fetch_refs, fed_nodes, target_nodes,
                     lower_rest: bool = True) -> dict:
         """Cluster and compile `graph` (a pruned copy, changed in place) for the JIT; returns where

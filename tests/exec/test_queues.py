@@ -185,9 +185,12 @@ def test_session_close_cancels_waiting_operations():
     session = Session(_queue_graph())
     thread, result = _in_thread(lambda: session.run(["dequeue:0"], timeout=20))
     time.sleep(0.2)
-    session.resources.close()
+    session.close()
     thread.join(10)
     assert isinstance(result["error"], CancelledError)
+    assert "Session has been closed" in str(result["error"])
+    with pytest.raises(CancelledError):   # a later enqueue finds the queue closed
+        session.run([], {"value": np.int32(1)}, targets=["enqueue"])
 
 
 def test_padding_queue_pads_and_shuffle_queue_is_seeded():

@@ -205,7 +205,7 @@ class Queue:
         refused = False
         with self.lock:
             for manager in managers:
-                token = manager.register(lambda error, a=attempt: self._cancel(a, what))
+                token = manager.register(lambda error, a=attempt: self._cancel(a, what, error))
                 if token is None:   # the step or session is already cancelled
                     for registered, registered_token in attempt.tokens:
                         registered.deregister(registered_token)
@@ -220,7 +220,9 @@ class Queue:
             return
         self._flush()
 
-    def _cancel(self, attempt: Attempt, what: str) -> None:
+    def _cancel(self, attempt: Attempt, what: str, cause: BaseException) -> None:
+        """Cancel a waiting attempt: a closing session's CancelledError is its error, anything
+        else (its step failed or timed out: the step reports that) TF's "... was cancelled"."""
         with self.lock:
             if attempt.cancelled or (attempt not in self.enqueues and attempt not in self.dequeues):
                 return
@@ -228,7 +230,8 @@ class Queue:
             if attempt.batch:   # a DequeueMany's elements go back
                 self._restore(attempt.batch)
                 attempt.batch = []
-        self._finish(attempt, CancelledError(f"{what} operation was cancelled"))
+        self._finish(attempt, cause if isinstance(cause, CancelledError)
+                     else CancelledError(f"{what} operation was cancelled"))
         self._flush()
 
     def _flush(self) -> None:
