@@ -35,14 +35,14 @@ def _python_path() -> str:
 
 
 def run_dftool(*args, input: bytes | str | None = None, binary: bool = False,
-               timeout: float = 120, user: int | None = None) -> tuple[int, str | bytes, str]:
-    """Run `python -m cli.main ARGS` from the repo root; returns (exit code, stdout, stderr).
+               timeout: float = 120, user: int | None = None, cwd=None) -> tuple[int, str | bytes, str]:
+    """Run `python -m cli.main ARGS` from the repo root (or `cwd`); returns (exit code, stdout, stderr).
     stdout is text unless `binary` (graphs written to '-'); stderr is always text. `user` (a uid;
     needs root) runs it as another user, e.g. to meet file permissions that root would bypass."""
     env = {**os.environ, "PYTHONPATH": _python_path(), "COLUMNS": "200"}
     data = input.encode() if isinstance(input, str) else input
     proc = subprocess.run([sys.executable, "-m", "cli.main", *map(str, args)], input=data,
-                          capture_output=True, cwd=REPO_ROOT, env=env, timeout=timeout,
+                          capture_output=True, cwd=cwd or REPO_ROOT, env=env, timeout=timeout,
                           stdin=subprocess.DEVNULL if data is None else None,
                           user=user, group=user, extra_groups=[] if user is not None else None)
     stdout = proc.stdout if binary else proc.stdout.decode("utf-8", "replace")

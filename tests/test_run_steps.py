@@ -172,3 +172,47 @@ def test_a_graph_without_a_saver_gets_one_of_every_variable(tmp_path):
 def test_nothing_to_restore_is_refused(restore, message, tmp_path):
     code, stderr, *_ = train("mlp_sgd_ref", tmp_path, "--restore", restore, "--checkpoint-dir", tmp_path / "empty", steps=3)
     assert code == 2 and message in stderr.strip().splitlines()[-1], stderr
+
+
+QUEUES = Path(__file__).resolve().parent / "fixtures" / "queues"
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_queue_fed_graph_trains_until_its_queue_is_closed(threads, tmp_path):
+    """TensorFlow's queue-fed MLP: `--queue-runner` runs the batch enqueue op (a reader over a
+    filename queue) on its threads; the 11th step finds the queue closed and drained, which ends
+    the run cleanly after 10 steps; the event file holds the graph's summary (the batch queue's
+    fullness) and the fetched loss for TensorBoard. With one thread the examples arrive in file
+    order, so the losses and variables are TensorFlow's; two threads race for the records (as in
+    TensorFlow), so only the run's shape is fixed."""
+    spec = json.loads((QUEUES / "queue_training" / "case.json").read_text())
+    expected = np.load(QUEUES / "queue_training" / "expected.npz")
+    out, report = tmp_path / "out.npz", tmp_path / "report.json"
+    code, _, stderr = run_dftool("run", "queue_training/graph.pb", "--init", spec["init"], "--target", spec["train"],
+                                 "--steps", 50, "--fetch", spec["loss"], "--queue-runner",
+                                 f"{spec['enqueue_op']}:{threads}", "--output", out, "--logdir", tmp_path / "logs",
+                                 "--checkpoint-dir", tmp_path / "ckpt", "--report", report, cwd=QUEUES)
+    assert code == 0, stderr
+    assert "input exhausted after step 10" in stderr and "is closed and has insufficient elements" in stderr
+    training = json.loads(report.read_text())["training"]
+    assert training["steps_run"] == 10 and training["input_exhausted"]
+    assert training["checkpoints"][-1].endswith("model.ckpt-10")
+    losses = np.load(out)[spec["loss"]]
+    events = _events(tmp_path / "logs")
+    scalars = events.Scalars(spec["loss"][:-2])
+    assert [s.step for s in scalars] == list(range(1, 11))
+    np.testing.assert_allclose([s.value for s in scalars], losses, rtol=1e-6)
+    assert [s.step for s in events.Scalars("batch/fraction_of_64_full")] == list(range(1, 11))
+    if threads > 1:
+        return
+    np.testing.assert_allclose(losses, expected["losses"], rtol=1e-4)
+    final = BundleReader(tmp_path / "ckpt" / "model.ckpt-10")
+    for name in spec["variables"]:
+        np.testing.assert_allclose(final.read(name), expected[f"final/{name}"], rtol=1e-4, atol=1e-6)
+
+
+def test_a_queue_runner_naming_no_enqueue_op_is_refused(tmp_path):
+    code, _, stderr = run_dftool("run", "queue_training/graph.pb", "--init", "init", "--target", "train",
+                                 "--steps", 3, "--queue-runner", "loss", cwd=QUEUES)
+    assert code == 2, stderr
+    assert "--queue-runner" in stderr.strip().splitlines()[-1] and "loss" in stderr.strip().splitlines()[-1]

@@ -12,8 +12,8 @@ Around the steps:
   first step (`restore`): the run then resumes at the step the checkpoint was saved at and goes on
   to `steps`;
 - `summary_tensors` (the graph's unmerged summaries) are fetched with every step and written to
-  `event_log` with the step number; a graph without summaries gets its scalar fetches written
-  as scalar summaries (tag: the fetch name), so a loss curve shows either way;
+  `event_log` with the step number, and so are the real-valued scalar fetches (tag: the fetch
+  name without ':0'), so the loss a run logs is a curve in TensorBoard whatever the graph holds;
 - queue runners (enqueue ops on their own threads) start after the initializers and stop at the
   end, also on failure; a step failing with OutOfRangeError (a dequeue from a closed, drained
   queue) ends the run cleanly: the input is exhausted, as tf.train.MonitoredSession ends;
@@ -168,14 +168,12 @@ class StepLoop:
                                   trace=self.plan.trace_last and step == self.plan.steps)
         seconds = time.perf_counter() - began
         values = list(result.values)
-        if self.summary_tensors:
-            summaries = values[len(self.plan.fetches):]
-            del values[len(self.plan.fetches):]
-            if self.event_log is not None:
-                for name, summary in zip(self.summary_tensors, summaries):
-                    if summary is not None:
-                        self.event_log.add_summary(_summary_bytes(summary), step, source=name)
-        elif self.event_log is not None:
+        summaries = values[len(self.plan.fetches):]
+        del values[len(self.plan.fetches):]
+        if self.event_log is not None:
+            for name, summary in zip(self.summary_tensors, summaries):
+                if summary is not None:
+                    self.event_log.add_summary(_summary_bytes(summary), step, source=name)
             scalars = scalar_summary(self.plan.fetches, values)
             if scalars is not None:
                 self.event_log.add_summary(scalars, step)
