@@ -1,6 +1,7 @@
 """`dftool run GRAPH`: execute a graph (see docs/commands.md)."""
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import time
@@ -258,8 +259,9 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
                     feeds_per_step=per_step, timeout=timeout, allow_dead=not fetches, restore=restore_prefix,
                     max_restarts=max_restarts, trace_last=bool(trace))
     queue_runner_list = [QueueRunner(session, op, threads=count) for op, count in runners]
-    with stage(f"running {'<stdin>' if graph == '-' else graph}"), \
-            StepLog(steps, log_every or default_log_every(steps)) as log:
+    # One step shows the usual spinner; many show a progress bar instead (one live display).
+    running = stage(f"running {'<stdin>' if graph == '-' else graph}") if steps == 1 else contextlib.nullcontext()
+    with running, StepLog(steps, log_every or default_log_every(steps)) as log:
         outcome = StepLoop(session, plan, checkpoints=checkpointing, summary_tensors=summary_tensors,
                            event_log=event_log, queue_runners=queue_runner_list, on_step=log.step,
                            on_event=log.event).run()

@@ -216,3 +216,15 @@ def test_a_queue_runner_naming_no_enqueue_op_is_refused(tmp_path):
                                  "--steps", 3, "--queue-runner", "loss", cwd=QUEUES)
     assert code == 2, stderr
     assert "--queue-runner" in stderr.strip().splitlines()[-1] and "loss" in stderr.strip().splitlines()[-1]
+
+
+def test_a_terminal_shows_a_progress_bar_beside_the_step_log(tmp_path):
+    from .helpers import run_dftool_on_terminal
+
+    spec, where = case("mlp_sgd_ref")
+    code, terminal, _ = run_dftool_on_terminal("run", where / "graph.pb", "--init", spec["init"], "--target",
+                                               spec["train"], "--steps", 200, "--fetch", spec["loss"], "--feeds",
+                                               where / "feeds.npz", stream="stderr")
+    text = terminal.decode()
+    assert code == 0 and "━" in text and "/200" in text
+    assert "step 200/200  loss:0=" in text and "Traceback" not in text
