@@ -10,8 +10,8 @@ ReadVariableOp's shape is unknown here, as in TensorFlow when that data is absen
 """
 from __future__ import annotations
 
-from ..shapes import Shape, has_rank
-from .inference import HandleData, InferenceContext, merge_all, no_outputs, scalar, unknown_outputs
+from ..shapes import Shape, ShapeError, has_rank
+from .inference import HandleData, InferenceContext, merge_all, no_outputs, scalar, unchanged, unknown_outputs
 from .registry import register
 from .tensor_array import vector_of_length
 
@@ -63,6 +63,16 @@ register("IsVariableInitialized", inputs=["ref: Ref(dtype)"], outputs=["is_initi
          attrs=["dtype: type"], shape=scalar)
 
 
+def _count_up_to_shape(ctx: InferenceContext) -> Shape:
+    return ctx.with_rank(0, 0)
+
+
+# The counter of TF1 input pipelines (limit_epochs): the value before the increment; OutOfRange at
+# `limit`. Not stateful in TensorFlow's OpDef: the ref input carries the side effect, as Assign's.
+register("CountUpTo", inputs=["ref: Ref(T)"], outputs=["output: T"], attrs=["limit: int", f"T: {_INDEX_DTYPES}"],
+         shape=_count_up_to_shape)
+
+
 # --- resource variables -----------------------------------------------------------------------
 
 def _var_handle_shape(ctx: InferenceContext) -> Shape:
@@ -86,6 +96,21 @@ register("AssignVariableOp", inputs=["resource: resource", "value: dtype"],
 for _name in ("AssignAddVariableOp", "AssignSubVariableOp"):
     register(_name, inputs=["resource: resource", "value: dtype"], attrs=["dtype: type"],
              shape=no_outputs, stateful=True)
+
+
+def _resource_count_up_to_shape(ctx: InferenceContext) -> Shape:
+    """Scalar; the variable's declared shape (from the handle data, when known) must be too."""
+    handle = ctx.handle(0)
+    if handle is not None:
+        try:
+            handle.element_shape.with_rank(0)
+        except ShapeError:
+            ctx.fail(f"the counter variable must be a scalar, has shape {handle.element_shape}")
+    return Shape.scalar()
+
+
+register("ResourceCountUpTo", inputs=["resource: resource"], outputs=["output: T"],
+         attrs=["limit: int", f"T: {_INDEX_DTYPES}"], shape=_resource_count_up_to_shape, stateful=True)
 register("VarIsInitializedOp", inputs=["resource: resource"], outputs=["is_initialized: bool"],
          shape=scalar, stateful=True)
 
