@@ -169,6 +169,9 @@ register("RandomUniformInt", inputs=["shape: T", "minval: Tout", "maxval: Tout"]
          outputs=["output: Tout"],
          attrs=[*_SEEDS, f"Tout: {_INDEX_DTYPES}", f"T: {_INDEX_DTYPES}"],
          shape=_random_int_shape, stateful=True)
+# Shuffles along the first dimension (the value's shape is kept).
+register("RandomShuffle", inputs=["value: T"], outputs=["output: T"], attrs=[*_SEEDS, "T: type"],
+         shape=unchanged, stateful=True)
 register("Multinomial", inputs=["logits: T", "num_samples: int32"], outputs=["output: output_dtype"],
          attrs=[*_SEEDS, f"T: {_REAL_NUMBER_DTYPES}", f"output_dtype: {_INDEX_DTYPES} = DT_INT64"],
          shape=_multinomial_shape, stateful=True)
