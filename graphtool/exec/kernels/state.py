@@ -19,6 +19,7 @@ The random-number ops' kernels are in random.py.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -147,7 +148,7 @@ def _count_up(ctx, variable: Variable, limit: int, dtype: np.dtype):
     OutOfRange once it has reached `limit`, the variable left as it is (TF's count_up_to_op.cc).
     TensorFlow has CPU kernels only; on a GPU the scalar is compared on the host and the new value
     and the output stay on the device, where the variable's other ops expect them."""
-    current = variable.value
+    current: Any = variable.value   # (an array here: the caller checked)
     if current.ndim != 0:
         ctx.fail(f"input is not a scalar: {Shape(current.shape)}")
     if current.dtype != dtype:
