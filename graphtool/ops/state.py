@@ -1,7 +1,7 @@
 """Variables (ref-typed v1 and resource v2) and random-number ops.
 
 Flags follow TensorFlow's OpDefs exactly. Note that TensorFlow does *not* mark Assign, AssignAdd,
-AssignSub or IsVariableInitialized stateful: their side effect is carried by the ref-typed input
+AssignSub, CountUpTo or IsVariableInitialized stateful: their side effect is carried by the ref-typed input
 (`Ref(T)`), so passes must treat a ref input as a side effect too (TensorFlow's optimizers do).
 
 Resource variables: TensorFlow reads a variable's shape from the handle's shape data (set by

@@ -4,21 +4,28 @@ producers built on them, replayed from TensorFlow-made fixtures (tests/fixtures/
 tools/make_input_producer_fixtures.py): values, the OutOfRange ends and their messages."""
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from graphtool import dtypes
+from graphtool import dtypes, graph_io
 from graphtool.builder import GraphBuilder
 from graphtool.errors import OutOfRangeError
+from graphtool.exec.queue_runner import QueueRunner
 from graphtool.exec.session import Session
 from graphtool.exec.sim_gpu import SimulatedGPUDevice
+from graphtool.ir import from_graphdef
+from graphtool.opt.base import PassContext
+from graphtool.opt.manager import optimize
 
+from ..helpers import run_dftool
 from .test_queues import replay
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "input_producers"
+CASES = ["random_shuffle", "count_up_to", "string_producer", "slice_producer"]
 
 
 @pytest.fixture
@@ -56,11 +63,61 @@ def test_slice_and_range_input_producers_replay_tensorflow(in_fixtures):
     replay("slice_producer", FIXTURES)
 
 
-@pytest.mark.parametrize("case", ["random_shuffle", "count_up_to", "string_producer", "slice_producer"])
+@pytest.mark.parametrize("case", CASES)
 def test_fixtures_replay_on_strict_gpu_double(case, in_fixtures):
     """On a GPU the counters and shuffles keep TensorFlow's values (queues and readers run from
     host memory, the variables and the shuffled rows stay on the device)."""
     replay(case, FIXTURES, device=SimulatedGPUDevice(strict=True))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_fixtures_replay_after_optimize(case, in_fixtures):
+    """Optimizing keeps the counters, shuffles, queues and readers (and their order of effects)."""
+    graph = from_graphdef(graph_io.load_graphdef(str(FIXTURES / case / "graph.pb")), case)
+    runs = json.loads((FIXTURES / case / "case.json").read_text())["runs"]
+    fetches = sorted({name for run in runs for name in run["fetches"]})
+    targets = {target for run in runs for target in run["targets"]}
+    optimize(graph, PassContext(fetches=[graph.tensor(name) for name in fetches], keep=targets))
+    graph.verify()
+    replay(case, FIXTURES, graph=graph)
+
+
+def _fixture_reads(case: str, fetch: str) -> list:
+    """TensorFlow's values of `fetch`, run after run, in the recorded order."""
+    spec = json.loads((FIXTURES / case / "case.json").read_text())
+    expected = np.load(FIXTURES / case / "expected.npz")
+    return [expected[f"{index}/{fetch}"].tolist() for index, run in enumerate(spec["runs"])
+            if fetch in run["fetches"] and "error" not in run]
+
+
+def test_string_input_producer_under_a_queue_runner(in_fixtures):
+    """The same pipeline as TF1 programs run it: a QueueRunner thread enqueues both shuffled epochs
+    and, at the epoch limit's OutOfRange, closes the queue; the reads are TensorFlow's order and
+    then OutOfRange."""
+    spec = json.loads((FIXTURES / "string_producer" / "case.json").read_text())
+    runner_spec = spec["queue_runner"]
+    session = Session(from_graphdef(graph_io.load_graphdef(str(FIXTURES / "string_producer" / "graph.pb"))))
+    session.run([], targets=["init_locals"])
+    runner = QueueRunner(session, runner_spec["enqueue_ops"], 1, runner_spec["close_op"],
+                         runner_spec["cancel_op"]).start()
+    reads = []
+    with pytest.raises(OutOfRangeError, match="is closed and has insufficient elements"):
+        for _ in range(20):
+            reads.append(session.run(["read:0"], timeout=30).values[0].tolist())
+    runner.join(30)
+    assert reads == _fixture_reads("string_producer", "read:0") and len(reads) == 12
+
+
+def test_cli_runs_a_string_input_producer_until_its_epochs_end(tmp_path):
+    """`dftool run --init init_locals --queue-runner ...`: 12 steps read TensorFlow's lines in
+    TensorFlow's order, then the run ends cleanly (exit 0) on the closed queue."""
+    out = tmp_path / "out.npz"
+    code, _, stderr = run_dftool("run", "string_producer/graph.pb", "--init", "init_locals", "--queue-runner",
+                                 "input_producer/input_producer_EnqueueMany", "--steps", 50, "--fetch", "read:1",
+                                 "--output", out, cwd=FIXTURES)
+    assert code == 0, stderr
+    assert "input exhausted after step 12" in stderr, stderr
+    assert np.load(out, allow_pickle=True)["read:1"].tolist() == _fixture_reads("string_producer", "read:1")
 
 
 # --- built graphs -------------------------------------------------------------------------------

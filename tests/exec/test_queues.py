@@ -37,12 +37,13 @@ def _unnumbered(message: str) -> str:
     return re.sub(r"'_\d+_", "'_N_", message)
 
 
-def replay(case: str, fixtures: Path = FIXTURES, device="cpu") -> None:
-    """Run the recorded session runs in order; every value and every error class equals TF's
-    (also for the fixtures of tests/exec/test_input_producers.py, made the same way)."""
+def replay(case: str, fixtures: Path = FIXTURES, device="cpu", graph=None) -> None:
+    """Run the recorded session runs in order (on the case's graph, or `graph`); every value and
+    every error class equals TF's (also for the fixtures of tests/exec/test_input_producers.py,
+    made the same way)."""
     spec = _spec(case, fixtures)
     expected = np.load(fixtures / case / "expected.npz", allow_pickle=True)
-    session = Session(_graph(case, fixtures), device=device)
+    session = Session(graph if graph is not None else _graph(case, fixtures), device=device)
     for index, run in enumerate(spec["runs"]):
         what = f"{case} run {index} {run}"
         if "error" in run:
