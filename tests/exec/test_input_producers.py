@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from graphtool import dtypes, graph_io
-from graphtool.builder import GraphBuilder
+from graphtool.builder import GraphBuildError, GraphBuilder
 from graphtool.errors import OutOfRangeError
 from graphtool.exec.queue_runner import QueueRunner
 from graphtool.exec.session import Session
@@ -175,6 +175,26 @@ def test_count_up_to_is_atomic_across_threads():
 def test_count_up_to_uninitialized_fails():
     with pytest.raises(Exception, match="Attempting to use uninitialized value counter"):
         Session(_counter_graph(3)).run(["count:0"])
+
+
+def test_counters_refuse_what_tensorflow_refuses():
+    """A counter must be a scalar (when the shapes say so, already when the graph is built), and a
+    resource counter must exist."""
+    b = GraphBuilder()
+    declared = b.op("VariableV2", [], name="declared", dtype=dtypes.int32, shape=[2])
+    with pytest.raises(GraphBuildError, match="input 0 must have rank 0, has shape"):
+        b.op("CountUpTo", [declared], name="declared_count", limit=3)
+    vector = b.op("Variable", [], name="vector", dtype=dtypes.int32, shape=[])   # legacy: shape unknown
+    b.op("Assign", [vector, b.const(np.zeros(2, np.int32), name="zeros")], name="vector_init", validate_shape=False)
+    b.op("CountUpTo", [vector], name="vector_count", limit=3)
+    handle = b.op("VarHandleOp", [], name="handle", dtype=dtypes.int64, shape=[], shared_name="missing")
+    b.op("ResourceCountUpTo", [handle], name="missing_count", limit=3, T=dtypes.int64)
+    session = Session(b.graph)
+    session.run([], targets=["vector_init"])
+    with pytest.raises(Exception, match=r"input is not a scalar: \[2\]"):
+        session.run(["vector_count:0"])
+    with pytest.raises(Exception, match="Could not find variable missing"):
+        session.run(["missing_count:0"])
 
 
 def counters_graph():
