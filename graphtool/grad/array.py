@@ -19,7 +19,7 @@ from .registry import GradContext, gradient, not_differentiable
 not_differentiable(
     "Const", "HostConst", "Placeholder", "PlaceholderV2", "StopGradient",
     "RandomUniform", "RandomUniformInt", "RandomStandardNormal", "TruncatedNormal", "Multinomial",
-    "StatelessRandomUniform", "StatelessRandomNormal",
+    "RandomShuffle", "StatelessRandomUniform", "StatelessRandomNormal",
     "Shape", "ShapeN", "Size", "Rank", "BroadcastArgs", "BroadcastGradientArgs", "ConcatOffset",
     "InvertPermutation", "OneHot", "ZerosLike", "OnesLike", "Where", "UnravelIndex", "Empty")
 

@@ -12,5 +12,5 @@ from .registry import not_differentiable
 not_differentiable(
     "Variable", "VariableV2", "VarHandleOp", "ReadVariableOp", "ResourceGather", "VarIsInitializedOp",
     "IsVariableInitialized", "Assign", "AssignAdd", "AssignSub", "AssignVariableOp",
-    "AssignAddVariableOp", "AssignSubVariableOp",
+    "AssignAddVariableOp", "AssignSubVariableOp", "CountUpTo", "ResourceCountUpTo",
 )

@@ -1,7 +1,7 @@
 """Variables (ref-typed v1 and resource v2) and random-number ops.
 
 Flags follow TensorFlow's OpDefs exactly. Note that TensorFlow does *not* mark Assign, AssignAdd,
-AssignSub or IsVariableInitialized stateful: their side effect is carried by the ref-typed input
+AssignSub, CountUpTo or IsVariableInitialized stateful: their side effect is carried by the ref-typed input
 (`Ref(T)`), so passes must treat a ref input as a side effect too (TensorFlow's optimizers do).
 
 Resource variables: TensorFlow reads a variable's shape from the handle's shape data (set by
@@ -10,8 +10,8 @@ ReadVariableOp's shape is unknown here, as in TensorFlow when that data is absen
 """
 from __future__ import annotations
 
-from ..shapes import Shape, has_rank
-from .inference import HandleData, InferenceContext, merge_all, no_outputs, scalar, unknown_outputs
+from ..shapes import Shape, ShapeError, has_rank
+from .inference import HandleData, InferenceContext, merge_all, no_outputs, scalar, unchanged, unknown_outputs
 from .registry import register
 from .tensor_array import vector_of_length
 
@@ -63,6 +63,16 @@ register("IsVariableInitialized", inputs=["ref: Ref(dtype)"], outputs=["is_initi
          attrs=["dtype: type"], shape=scalar)
 
 
+def _count_up_to_shape(ctx: InferenceContext) -> Shape:
+    return ctx.with_rank(0, 0)
+
+
+# The counter of TF1 input pipelines (limit_epochs): the value before the increment; OutOfRange at
+# `limit`. Not stateful in TensorFlow's OpDef: the ref input carries the side effect, as Assign's.
+register("CountUpTo", inputs=["ref: Ref(T)"], outputs=["output: T"], attrs=["limit: int", f"T: {_INDEX_DTYPES}"],
+         shape=_count_up_to_shape)
+
+
 # --- resource variables -----------------------------------------------------------------------
 
 def _var_handle_shape(ctx: InferenceContext) -> Shape:
@@ -86,6 +96,21 @@ register("AssignVariableOp", inputs=["resource: resource", "value: dtype"],
 for _name in ("AssignAddVariableOp", "AssignSubVariableOp"):
     register(_name, inputs=["resource: resource", "value: dtype"], attrs=["dtype: type"],
              shape=no_outputs, stateful=True)
+
+
+def _resource_count_up_to_shape(ctx: InferenceContext) -> Shape:
+    """Scalar; the variable's declared shape (from the handle data, when known) must be too."""
+    handle = ctx.handle(0)
+    if handle is not None:
+        try:
+            handle.element_shape.with_rank(0)
+        except ShapeError:
+            ctx.fail(f"the counter variable must be a scalar, has shape {handle.element_shape}")
+    return Shape.scalar()
+
+
+register("ResourceCountUpTo", inputs=["resource: resource"], outputs=["output: T"],
+         attrs=["limit: int", f"T: {_INDEX_DTYPES}"], shape=_resource_count_up_to_shape, stateful=True)
 register("VarIsInitializedOp", inputs=["resource: resource"], outputs=["is_initialized: bool"],
          shape=scalar, stateful=True)
 
@@ -144,6 +169,9 @@ register("RandomUniformInt", inputs=["shape: T", "minval: Tout", "maxval: Tout"]
          outputs=["output: Tout"],
          attrs=[*_SEEDS, f"Tout: {_INDEX_DTYPES}", f"T: {_INDEX_DTYPES}"],
          shape=_random_int_shape, stateful=True)
+# Shuffles along the first dimension (the value's shape is kept).
+register("RandomShuffle", inputs=["value: T"], outputs=["output: T"], attrs=[*_SEEDS, "T: type"],
+         shape=unchanged, stateful=True)
 register("Multinomial", inputs=["logits: T", "num_samples: int32"], outputs=["output: output_dtype"],
          attrs=[*_SEEDS, f"T: {_REAL_NUMBER_DTYPES}", f"output_dtype: {_INDEX_DTYPES} = DT_INT64"],
          shape=_multinomial_shape, stateful=True)

@@ -137,6 +137,9 @@ CASES = [
     ("RandomUniformInt", "RandomUniformInt", [i32(2, 3), I32(-4), I32(9)], dict(seed=7, seed2=8)),
     *[(op, op, [i32(2, 3), np.array([1, 2], np.int64)], dict(dtype="float32")) for op in
       ("StatelessRandomUniform", "StatelessRandomNormal")],
+    ("RandomShuffle", "RandomShuffle", [np.arange(24, dtype=np.float32).reshape(6, 4)], dict(seed=3, seed2=4)),
+    ("RandomShuffle_strings", "RandomShuffle", [np.array([b"a", b"b", b"c", b"d"], dtype=object)], dict(seed=1)),
+    ("RandomShuffle_one_row", "RandomShuffle", [F[:1]], dict(seed=2)),
     ("HostConst", "HostConst", [], dict(value=F, dtype="float32")),
     ("ToBool", "ToBool", [F], {}),
     ("ToBool_scalar", "ToBool", [np.float32(0.0)], {}),

@@ -24,6 +24,7 @@ from graphtool.exec.sim_gpu import SimulatedGPUDevice
 from graphtool.ir import from_graphdef
 
 from .gpu_op_cases import CASES, TARGET_CASES
+from .test_input_producers import counters_graph, run_counters
 from .test_tf_fixtures_run import assert_matches
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tf"
@@ -371,8 +372,21 @@ def test_checkpoint_ops_on_strict_gpu_double_match_cpu(tmp_path):
     assert (tmp_path / "gpu" / "ckpt.index").read_bytes() == (tmp_path / "cpu" / "ckpt.index").read_bytes()
 
 
+def test_counters_on_strict_gpu_double_match_cpu():
+    """CountUpTo / ResourceCountUpTo (tests/exec/test_input_producers.py): values, the limits'
+    OutOfRange, and the variables after, with the counters on the device."""
+    gpu, cpu = run_counters(strict_gpu()), run_counters("cpu")
+    assert len(gpu) == len(cpu)
+    for index, (gpu_value, cpu_value) in enumerate(zip(gpu, cpu)):
+        if isinstance(cpu_value, str):
+            assert gpu_value == cpu_value
+        else:
+            assert_same_values(f"value {index}", gpu_value, cpu_value)
+
+
 STATEFUL_OPS = {node.op for graph in (variables_graph(), stack_and_gradient_array_graph(), tables_graph(),
-                                       scatter_variables_graph(), checkpoint_graph(), queues_graph())
+                                       scatter_variables_graph(), checkpoint_graph(), queues_graph(),
+                                       counters_graph())
                 for node in graph.nodes}
 
 

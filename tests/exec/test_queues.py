@@ -24,12 +24,12 @@ from graphtool.ir import from_graphdef
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "queues"
 
 
-def _spec(case: str) -> dict:
-    return json.loads((FIXTURES / case / "case.json").read_text())
+def _spec(case: str, fixtures: Path = FIXTURES) -> dict:
+    return json.loads((fixtures / case / "case.json").read_text())
 
 
-def _graph(case: str):
-    return from_graphdef(graph_io.load_graphdef(str(FIXTURES / case / "graph.pb")), case)
+def _graph(case: str, fixtures: Path = FIXTURES):
+    return from_graphdef(graph_io.load_graphdef(str(fixtures / case / "graph.pb")), case)
 
 
 def _unnumbered(message: str) -> str:
@@ -37,11 +37,13 @@ def _unnumbered(message: str) -> str:
     return re.sub(r"'_\d+_", "'_N_", message)
 
 
-def replay(case: str) -> None:
-    """Run the recorded session runs in order; every value and every error class equals TF's."""
-    spec = _spec(case)
-    expected = np.load(FIXTURES / case / "expected.npz", allow_pickle=True)
-    session = Session(_graph(case))
+def replay(case: str, fixtures: Path = FIXTURES, device="cpu", graph=None) -> None:
+    """Run the recorded session runs in order (on the case's graph, or `graph`); every value and
+    every error class equals TF's (also for the fixtures of tests/exec/test_input_producers.py,
+    made the same way)."""
+    spec = _spec(case, fixtures)
+    expected = np.load(fixtures / case / "expected.npz", allow_pickle=True)
+    session = Session(graph if graph is not None else _graph(case, fixtures), device=device)
     for index, run in enumerate(spec["runs"]):
         what = f"{case} run {index} {run}"
         if "error" in run:

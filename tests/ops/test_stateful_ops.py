@@ -250,7 +250,7 @@ def test_send_recv_and_collectives():
 # --- flags and signatures ---------------------------------------------------------------------
 
 # Straight from TensorFlow's OpDefs (is_stateful) and kernels (AsyncOpKernel).
-NOT_STATEFUL = {"Assign", "AssignAdd", "AssignSub", "IsVariableInitialized",
+NOT_STATEFUL = {"Assign", "AssignAdd", "AssignSub", "IsVariableInitialized", "CountUpTo",
                 "StatelessRandomUniform", "StatelessRandomNormal",
                 *(f"Scatter{kind}" for kind in ("Add", "Sub", "Mul", "Div", "Min", "Max", "Update")),
                 *(f"ScatterNd{kind}" for kind in ("Add", "Sub", "Min", "Max", "Update"))}
@@ -270,7 +270,8 @@ def test_families_register_the_expected_ops():
         ResourceScatterMin ResourceScatterMax ResourceScatterUpdate ResourceScatterNdUpdate
         ResourceScatterNdAdd ResourceScatterNdSub ResourceScatterNdMin ResourceScatterNdMax
         DestroyResourceOp ScatterAdd ScatterSub ScatterMul ScatterDiv ScatterMin ScatterMax ScatterUpdate
-        ScatterNdAdd ScatterNdSub ScatterNdMin ScatterNdMax ScatterNdUpdate""".split()
+        ScatterNdAdd ScatterNdSub ScatterNdMin ScatterNdMax ScatterNdUpdate CountUpTo ResourceCountUpTo
+        RandomShuffle""".split()
     assert sorted(expected) == FAMILY_OPS
 
 

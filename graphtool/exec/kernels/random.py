@@ -92,18 +92,23 @@ class _NodeGenerator:
         self.position = philox.Philox.from_seeds(seed, seed2)
         self.lock = threading.Lock()
 
-    def reserve(self, outputs: int) -> philox.Philox:
-        """The position to draw `outputs` values from; the next run starts past all of them."""
-        calls = outputs * _RESERVE_MULTIPLE
+    def reserve(self, calls: int) -> philox.Philox:
+        """The position to make `calls` Philox calls from; the next run starts past all of them."""
         with self.lock:
             start, self.position = self.position, self.position.skipped(calls)
         return start
 
 
 def _reserve(ctx, seed: int, seed2: int, outputs: int) -> philox.Philox:
+    """The node's generator for `outputs` values, reserving 256 calls each (PhiloxRandomOp's
+    ReserveRandomOutputs)."""
+    return _reserve_calls(ctx, seed, seed2, outputs * _RESERVE_MULTIPLE)
+
+
+def _reserve_calls(ctx, seed: int, seed2: int, calls: int) -> philox.Philox:
     source = ctx.resources.session.lookup_or_create(("RandomGenerator", ctx.node_name),
                                                     lambda: _NodeGenerator(seed, seed2))
-    return source.reserve(outputs)
+    return source.reserve(calls)
 
 
 @kernel("RandomUniform", "RandomStandardNormal", "TruncatedNormal")
@@ -119,6 +124,34 @@ def random_uniform_int(ctx, shape, minval, maxval, *, seed, seed2):
         return ctx.xp.zeros(dims, dtype=ctx.out_dtype())
     generator = _reserve(ctx, seed, seed2, _size(dims))
     return ctx.xp.asarray(_int_values(ctx, generator, dims, minval, maxval))
+
+
+_INT32_MAX = 2 ** 31 - 1
+
+
+@kernel("RandomShuffle")
+def random_shuffle(ctx, value, *, seed, seed2, T):
+    """TensorFlow's random_shuffle_op.cc: rows of at most one element, or at most one row, come
+    back as they are (and draw nothing); else a Fisher-Yates pass over the row indices swaps row i
+    with row i + u % (rows - i), u the next uint32 of the node's stream taken one at a time
+    (SingleSampleAdapter), from rows - 1 samples reserved (ReserveSamples32). TensorFlow has a
+    CPU kernel only; on a GPU the permutation is drawn on the host and the rows gathered where
+    they are (strings and bfloat16 stay in host memory)."""
+    if value.size <= 1 or value.shape[0] <= 1:
+        return value
+    rows = value.shape[0]
+    if rows >= _INT32_MAX:
+        ctx.fail(f"RandomShuffle of {rows} rows: TensorFlow's 64-bit index path is not supported")
+    samples = rows - 1
+    generator = _reserve_calls(ctx, seed, seed2, -(-samples // 4))
+    draws = generator.blocks(-(-samples // 4)).reshape(-1)[:samples]
+    offsets = (draws % np.arange(rows, 1, -1, dtype=np.uint32)).tolist()   # u_i % (rows - i)
+    order = list(range(rows))
+    for i, offset in enumerate(offsets):
+        j = i + offset
+        order[i], order[j] = order[j], order[i]
+    index = np.array(order, dtype=np.int64)
+    return value[index if isinstance(value, np.ndarray) else ctx.xp.asarray(index)]
 
 
 # --- stateless ops ------------------------------------------------------------------------------

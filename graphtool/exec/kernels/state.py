@@ -19,9 +19,11 @@ The random-number ops' kernels are in random.py.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 
+from ...errors import OutOfRangeError
 from ...shapes import Shape
 from .registry import KernelError, kernel
 from .tensor_array import type_name
@@ -139,6 +141,34 @@ def is_variable_initialized(ctx, ref, *, dtype):
         return ctx.xp.asarray(variable.value is not None)
 
 
+# --- counters (CountUpTo, ResourceCountUpTo) -------------------------------------------------------
+
+def _count_up(ctx, variable: Variable, limit: int, dtype: np.dtype):
+    """The counter's value before adding 1 (caller holds the lock and checked it is initialized);
+    OutOfRange once it has reached `limit`, the variable left as it is (TF's count_up_to_op.cc).
+    TensorFlow has CPU kernels only; on a GPU the scalar is compared on the host and the new value
+    and the output stay on the device, where the variable's other ops expect them."""
+    current: Any = variable.value   # (an array here: the caller checked)
+    if current.ndim != 0:
+        ctx.fail(f"input is not a scalar: {Shape(current.shape)}")
+    if current.dtype != dtype:
+        ctx.fail(f"the counter is {type_name(current.dtype)}, the op's T is {type_name(dtype)}")
+    before = int(current if isinstance(current, np.ndarray) else current.get())
+    if before >= limit:
+        raise OutOfRangeError(f"Reached limit of {limit}")
+    variable.store(ctx.xp, ctx.xp.asarray(np.array(before + 1, dtype=dtype)))
+    return ctx.xp.asarray(np.array(before, dtype=dtype))
+
+
+@kernel("CountUpTo")
+def count_up_to(ctx, ref, *, limit, T):
+    variable = _variable_of_ref(ctx, ref)
+    with variable.lock:
+        if variable.value is None:
+            ctx.fail(f"Attempting to use uninitialized value {variable.name}")
+        return _count_up(ctx, variable, limit, T.numpy)
+
+
 # --- resource variables -------------------------------------------------------------------------
 
 class VarHandle:
@@ -229,3 +259,12 @@ def var_is_initialized_op(ctx, resource):
     _, variable = _resource_variable(ctx, resource)
     with variable.lock:
         return ctx.xp.asarray(variable.value is not None)
+
+
+@kernel("ResourceCountUpTo")
+def resource_count_up_to(ctx, resource, *, limit, T):
+    handle, variable = _resource_variable(ctx, resource)
+    with variable.lock:
+        if variable.value is None:
+            _missing_variable(ctx, handle)
+        return _count_up(ctx, variable, limit, T.numpy)
