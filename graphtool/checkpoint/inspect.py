@@ -17,7 +17,8 @@ from .bundle import BundleReader, index_filename
 from .errors import CheckpointError
 from .slices import slice_key
 from .table import FOOTER_SIZE, MAGIC, read_table
-from .v1 import V1Reader, read_checkpoint_file
+from .files import read_checkpoint_file
+from .v1 import V1Reader
 
 _DATA_SUFFIX = re.compile(r"\.data-\d{5}-of-\d{5}$")
 

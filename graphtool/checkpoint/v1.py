@@ -29,6 +29,7 @@ from .errors import CheckpointError
 from .slices import parse_slice_spec, proto_extents, slice_key
 from .table import read_table
 from .table_writer import write_table
+from .files import read_checkpoint_file
 from .writer import dtype_of, write_atomically
 
 CHECKPOINT_VERSION = 1           # TF_CHECKPOINT_VERSION
@@ -236,25 +237,6 @@ class V1Reader:
                                   f"{list(shape)} needs {count}")
         flat = _typed_values(proto, dtype, f"{path}: tensor '{name}'") if count else np.empty(0, dtype.numpy)
         return np.asarray(flat, dtype=dtype.numpy).reshape(shape)
-
-
-def read_checkpoint_file(path: str) -> bytes:
-    """A checkpoint file's bytes, within the input bound (--max-input-bytes); CheckpointError
-    naming it when it cannot be read or is too big."""
-    from ..errors import InvalidGraphError
-    from ..graph_io import read_bounded  # here: graph_io imports this package (formats -> table)
-
-    try:
-        with open(path, "rb") as handle:
-            return read_bounded(handle, path)
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise CheckpointError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except CheckpointError:
-        raise
-    except InvalidGraphError as exc:
-        raise CheckpointError(str(exc)) from None
 
 
 def _dims(shape) -> str:

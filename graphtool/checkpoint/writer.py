@@ -29,6 +29,7 @@ from ..proto.tensor_slice_pb2 import TensorSliceProto
 from .bundle import HEADER_KEY, BundleReader, data_filename, index_filename
 from .crc import crc32c, mask
 from .errors import CheckpointError
+from .files import read_checkpoint_file
 from .slices import parse_slice_spec, slice_key
 from .table import read_table
 from .table_writer import varint, write_table
@@ -232,8 +233,6 @@ def merge_bundles(prefixes: list[str], dest: str, delete_old_dirs: bool = True,
     renames: list[tuple[str, str]] = []
     shard_base = 0
     for prefix, reader in readers:
-        from .v1 import read_checkpoint_file  # (v1 imports this module)
-
         # The raw protos, to renumber their shards.
         records = read_table(read_checkpoint_file(reader.index_path), reader.index_path)
         for raw_key, value in records[1:]:
