@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import graph_io
 from ..errors import DftoolError
-from ..placement.device_names import parse_device_name, short_device_name
+from ..placement.device_names import device_order, parse_device_name, short_device_name
 from .step_stats import DeviceStats, NodeExecution, StepStats, Transfer, transfers
 
 TRACE_SCHEMA = "dftool.trace/1"
@@ -41,7 +41,7 @@ def chrome_trace(stats: StepStats, *, metadata: dict | None = None) -> dict:
     placed: dict[int, tuple[int, int]] = {}       # id(execution) -> (pid, tid)
     moved = transfers(stats)
     received = {id(transfer.recv): transfer for transfer in moved}
-    for pid, name in enumerate(sorted(stats.devices, key=_device_order), start=1):
+    for pid, name in enumerate(sorted(stats.devices, key=device_order), start=1):
         events.extend(_device_events(stats.devices[name], pid, placed, received))
     events.extend(_flow_events(moved, placed))
     other = {"schema": TRACE_SCHEMA, "wall_time_us": _us(stats.wall_ns),
@@ -60,15 +60,6 @@ def write_trace(stats: StepStats, path: str, *, metadata: dict | None = None) ->
 def _us(ns: int) -> float:
     """Trace timestamps are microseconds; keep nanosecond precision."""
     return round(ns / 1000.0, 3)
-
-
-def _device_order(name: str) -> tuple:
-    """Processes in the order job, replica, task, device type, index (task:10 after task:2)."""
-    try:
-        parsed = parse_device_name(name).completed()
-    except DftoolError:
-        return ("", 0, 0, name, 0)
-    return (parsed.job, parsed.replica, parsed.task, parsed.type, parsed.index)
 
 
 def _short(name: str) -> str:

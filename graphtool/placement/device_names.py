@@ -236,6 +236,16 @@ def same_task(a: str | DeviceName, b: str | DeviceName) -> bool:
     return (first.job, first.replica, first.task) == (second.job, second.replica, second.task)
 
 
+def device_order(name: str) -> tuple:
+    """A sort key putting device names in the order job, replica, task, device type, index
+    (task:10 after task:2); a name that does not parse sorts first, by its text."""
+    try:
+        parsed = parse_device_name(name).completed()
+    except UsageError:
+        return ("", 0, 0, name, 0)
+    return (parsed.job, parsed.replica, parsed.task, parsed.type, parsed.index)
+
+
 def short_device_name(full: str | DeviceName) -> str:
     """The spelling tables and --devices use: `type:index` in lower case for a device of this
     process's task ('cpu:0'), `job:task/type:index` for any other ('worker:1/cpu:0'), with

@@ -34,7 +34,7 @@ from typing import Iterable
 from .. import dtypes
 from ..errors import DftoolError
 from ..exec.step_stats import RECV_OPS, SEND_OPS, DeviceStats, NodeExecution, StepStats, TensorInfo
-from ..placement.device_names import canonical_device_name, parse_device_name
+from ..placement.device_names import canonical_device_name, device_order, parse_device_name
 from ..proto.graph_pb2 import GraphDef
 from ..proto.run_metadata_pb2 import RunMetadata
 from ..proto.step_stats_pb2 import DeviceStepStats, NodeExecStats
@@ -60,7 +60,7 @@ def run_metadata(stats: StepStats, *, origin_wall_ns: int | None = None,
     if origin_wall_ns is None:
         origin_wall_ns = time.time_ns() - (time.perf_counter_ns() - stats.origin_ns)
     metadata = RunMetadata()
-    for name in sorted(stats.devices, key=_device_order):
+    for name in sorted(stats.devices, key=device_order):
         _fill_device(metadata.step_stats.dev_stats.add(), stats.devices[name], origin_wall_ns)
     for graph in partition_graphs:
         added = metadata.partition_graphs.add()
@@ -160,9 +160,3 @@ def _allocator_name(device: str) -> str:
     return f"{parsed.type}_{parsed.index}_bfc"
 
 
-def _device_order(name: str) -> tuple:
-    try:
-        parsed = parse_device_name(name).completed()
-    except DftoolError:
-        return ("", 0, 0, name, 0)
-    return (parsed.job, parsed.replica, parsed.task, parsed.type, parsed.index)
