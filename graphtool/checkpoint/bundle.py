@@ -25,7 +25,7 @@ from ..proto.tensor_bundle_pb2 import BundleEntryProto, BundleHeaderProto
 from ..proto.tensor_slice_pb2 import TensorSliceProto
 from .crc import crc32c, unmask
 from .errors import CheckpointError
-from .slices import parse_slice_spec, proto_extents, slice_key
+from .slices import copy_overlap, parse_slice_spec, part_overlap, proto_extents, slice_key
 from .table import read_table, read_varint
 
 HEADER_KEY = b""
@@ -155,18 +155,14 @@ class BundleReader:
         covered = np.zeros(out.shape, dtype=bool)
         for part in entry.slices:
             extents = proto_extents(part, entry.shape)
-            overlap = [(max(s, ws), min(s + l, ws + wl)) for (s, l), (ws, wl) in zip(extents, wanted)]
-            if any(lo >= hi for lo, hi in overlap) and out.size:
+            overlap = part_overlap(extents, wanted, out.size)
+            if overlap is None:
                 continue
             part_key = slice_key(entry.key, part).decode("utf-8", errors="surrogateescape")
             if part_key not in self.entries:
                 raise CheckpointError(f"{self.index_path}: part {[list(e) for e in extents]} of tensor "
                                       f"'{entry.key}' is listed but not stored")
-            value = self._read_entry(self.entries[part_key])
-            source = tuple(slice(lo - s, hi - s) for (lo, hi), (s, _) in zip(overlap, extents))
-            target = tuple(slice(lo - ws, hi - ws) for (lo, hi), (ws, _) in zip(overlap, wanted))
-            out[target] = value[source]
-            covered[target] = True
+            copy_overlap(out, covered, self._read_entry(self.entries[part_key]), extents, wanted, overlap)
         if not covered.all():
             raise CheckpointError(f"{self.index_path}: the stored parts of tensor '{entry.key}' do not cover "
                                   f"the slice {[list(w) for w in wanted]}")

@@ -46,6 +46,26 @@ def proto_extents(slice_proto, shape: tuple[int, ...]) -> list[tuple[int, int]]:
     return out
 
 
+def part_overlap(extents: list[tuple[int, int]], wanted: list[tuple[int, int]],
+                 wanted_size: int) -> list[tuple[int, int]] | None:
+    """The (lo, hi) per dim that a stored part's `extents` share with the `wanted` region (both
+    (start, length) per dim); None when they share nothing and the wanted region is not empty
+    (an empty one takes every part, which still has to be there)."""
+    overlap = [(max(s, ws), min(s + l, ws + wl)) for (s, l), (ws, wl) in zip(extents, wanted)]
+    if wanted_size and any(lo >= hi for lo, hi in overlap):
+        return None
+    return overlap
+
+
+def copy_overlap(out, covered, value, extents, wanted, overlap) -> None:
+    """Copy the `overlap` of a stored part's `value` into `out` (the wanted region) and mark it
+    in `covered`."""
+    source = tuple(slice(lo - s, hi - s) for (lo, hi), (s, _) in zip(overlap, extents))
+    target = tuple(slice(lo - ws, hi - ws) for (lo, hi), (ws, _) in zip(overlap, wanted))
+    out[target] = value[source]
+    covered[target] = True
+
+
 def slice_key(name: str, slice_proto) -> bytes:
     """The bundle key under which the part `slice_proto` of tensor `name` is stored."""
     out = bytearray(_num_increasing(0))

@@ -26,7 +26,7 @@ from ..proto.tensor_pb2 import TensorProto
 from ..proto.tensor_slice_pb2 import TensorSliceProto
 from ..tensor import _VALUE_FIELD, _set_typed_values, _typed_values
 from .errors import CheckpointError
-from .slices import parse_slice_spec, proto_extents, slice_key
+from .slices import copy_overlap, parse_slice_spec, part_overlap, proto_extents, slice_key
 from .table import read_table
 from .table_writer import write_table
 from .files import read_checkpoint_file
@@ -203,14 +203,11 @@ class V1Reader:
         covered = np.zeros(out.shape, dtype=bool)
         for part, path, key in stored.parts:
             extents = proto_extents(part, stored.shape)
-            overlap = [(max(s, ws), min(s + l, ws + wl)) for (s, l), (ws, wl) in zip(extents, wanted)]
-            if out.size and any(lo >= hi for lo, hi in overlap):
+            overlap = part_overlap(extents, wanted, out.size)
+            if overlap is None:
                 continue
             value = self._values(name, path, key, stored.dtype, tuple(length for _, length in extents))
-            source = tuple(slice(lo - s, hi - s) for (lo, hi), (s, _) in zip(overlap, extents))
-            target = tuple(slice(lo - ws, hi - ws) for (lo, hi), (ws, _) in zip(overlap, wanted))
-            out[target] = value[source]
-            covered[target] = True
+            copy_overlap(out, covered, value, extents, wanted, overlap)
         if not covered.all():
             raise CheckpointError(f"Error copying slice data: the saved slices of tensor '{name}' do not cover "
                                   f"{[list(w) for w in wanted]} (checkpoint files {self.pattern})")
