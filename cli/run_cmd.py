@@ -16,6 +16,7 @@ from graphtool.errors import RuntimeFailure, UsageError
 from graphtool.exec.trace import write_trace
 from graphtool.placement.device_names import short_device_name
 
+from graphtool.exec.queue_runner import QueueRunner, parse_queue_runner_spec
 from graphtool.training import checkpoints
 from graphtool.training.loop import StepLoop, StepPlan
 from graphtool.training.step_feeds import read_feeds_per_step
@@ -25,8 +26,8 @@ from .common import common_options, emit_report, info, load_graph, settings, sig
 from .output import detail, notice, stage, take_stdout
 from .output import result as show_result
 from .report import tensor_value
-from .run_steps import (QueueRunner, StepLog, check_step_options, default_log_every, open_event_log,
-                        parse_queue_runner_spec, stacked, step_options, training_summary)
+from .run_steps import (StepLog, check_step_options, default_log_every, open_event_log, stacked, step_options,
+                        training_summary)
 
 
 # What --output writes, by the file name's extension.
@@ -258,7 +259,7 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
     plan = StepPlan(steps=steps, fetches=fetch_list, targets=list(targets), inits=list(inits), feeds=feeds,
                     feeds_per_step=per_step, timeout=timeout, allow_dead=not fetches, restore=restore_prefix,
                     max_restarts=max_restarts, trace_last=bool(trace))
-    queue_runner_list = [QueueRunner(session, op, threads=count) for op, count in runners]
+    queue_runner_list = [QueueRunner(session, [op], threads=count) for op, count in runners]
     # One step shows the usual spinner; many show a progress bar instead (one live display).
     running = stage(f"running {'<stdin>' if graph == '-' else graph}") if steps == 1 else contextlib.nullcontext()
     with running, StepLog(steps, log_every or default_log_every(steps)) as log:

@@ -133,19 +133,7 @@ def training_summary(outcome, event_log) -> dict:
             **({"logdir": event_log.logdir} if event_log is not None else {})}
 
 
-# --- what other parts of graphtool provide, imported when a run asks for it ----------------------
-
-def parse_queue_runner_spec(spec: str) -> tuple[str, int]:
-    from graphtool.exec.queue_runner import parse_queue_runner_spec as parse
-
-    return parse(spec)
-
-
-def QueueRunner(session, op: str, threads: int = 1):
-    from graphtool.exec.queue_runner import QueueRunner as Runner
-
-    return Runner(session, [op], threads=threads)
-
+# --- TensorBoard, imported when a run asks for it (the `tensorboard` extra) ---------------------
 
 def open_event_log(logdir: str, session):
     """(the summary tensors to fetch each step, an EventLog with the graph written)."""

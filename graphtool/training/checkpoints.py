@@ -12,25 +12,22 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from ..checkpoint import saver_graph, state_file
+from ..checkpoint.saver_graph import SaverNodes
 from ..errors import UsageError
-
-if TYPE_CHECKING:
-    from ..checkpoint.saver_graph import SaverNodes
 from ..graph_io import ensure_directory
 
 PREFIX_BASENAME = "model.ckpt"
 _STEP_SUFFIX = re.compile(r"-(\d+)$")
 
 
-def prepare_graph(graph) -> "SaverNodes":
+def prepare_graph(graph) -> SaverNodes:
     """The graph's Saver nodes, adding a saver of every variable when it has none (before a
     Session is made from the graph)."""
-    from ..checkpoint import saver_graph
-
     return saver_graph.find_saver(graph) or saver_graph.add_saver(graph)
 
 
@@ -45,7 +42,7 @@ class Checkpointing:
     """Saving every `save_every` steps into `directory` and restoring, through `saver`'s nodes."""
 
     session: Any   # a Session (or one on a cluster): what runs the Saver nodes
-    saver: "SaverNodes"
+    saver: SaverNodes
     directory: str | None = None
     save_every: int | None = None
     keep: int | None = 5
@@ -65,8 +62,6 @@ class Checkpointing:
         prefix = os.path.join(self.directory, f"{PREFIX_BASENAME}-{step}")
         self.session.run([self.saver.save_tensor], {self.saver.filename_tensor: _string(prefix)},
                          timeout=self.timeout)
-        from ..checkpoint import state_file
-
         state_file.record_checkpoint(self.directory, prefix, keep=self.keep)
         self.saved.append(prefix)
         return prefix
@@ -78,8 +73,6 @@ class Checkpointing:
 
     def latest(self) -> str | None:
         """The newest checkpoint of `directory` (by its state file), if any."""
-        from ..checkpoint import state_file
-
         return state_file.latest_checkpoint(self.directory) if self.directory else None
 
     def resolve(self, spec: str) -> str:
@@ -95,8 +88,6 @@ class Checkpointing:
                                  f"file naming one)", hint="train without --restore first, or name a prefix")
             return found
         if os.path.isdir(spec):
-            from ..checkpoint import state_file
-
             found = state_file.latest_checkpoint(spec)
             if found is None:
                 raise UsageError(f"--restore '{spec}': the directory has no 'checkpoint' state file naming a checkpoint")
