@@ -44,12 +44,23 @@ def test_every_optimizer_has_ref_and_resource_cases():
     assert len(updated) == 52          # every optimizer op dftool registers, each on its own
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_training_steps_match_tensorflow(case):
+# The optimizer cases again on the strict GPU double (the random-op cases use tf.random.Generator's
+# stateful ops, which have CPU kernels only).
+OPTIMIZER_CASES = [case for case in CASES
+                   if json.loads((FIXTURES / case / "case.json").read_text())["optimizer"] != "random"]
+
+
+@pytest.mark.parametrize("case, device", [(case, "cpu") for case in CASES]
+                         + [(case, "strict_gpu_double") for case in OPTIMIZER_CASES])
+def test_training_steps_match_tensorflow(case, device):
+    """Every optimizer's update ops, on the CPU and on the strict GPU double (on a GPU they
+    compute from host copies and store the result back on the device)."""
+    from graphtool.exec.sim_gpu import SimulatedGPUDevice
+
     spec = json.loads((FIXTURES / case / "case.json").read_text())
     expected = np.load(FIXTURES / case / "expected.npz")
     graph = from_graphdef(graph_io.load_graphdef(str(FIXTURES / case / "graph.pb")), case)
-    session = Session(graph, threads=1)
+    session = Session(graph, device=SimulatedGPUDevice(strict=True) if device != "cpu" else "cpu", threads=1)
     session.run([], targets=[spec["init"]])
     apply_ops = {op for op in spec["ops"] if "Apply" in op}
     assert apply_ops or spec["optimizer"] == "random", "the optimizer made no Apply op"

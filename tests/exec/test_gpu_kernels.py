@@ -390,9 +390,15 @@ STATEFUL_OPS = {node.op for graph in (variables_graph(), stack_and_gradient_arra
                 for node in graph.nodes}
 
 
+# tests/test_training_fixtures.py runs every training fixture on the strict double too: their
+# optimizer update ops (ApplyAdam, ResourceSparseApplyFtrl, ...) are exercised there.
+TRAINING_OPS = {op for path in (Path(__file__).resolve().parents[1] / "fixtures" / "training").glob("*/case.json")
+                for op in json.loads(path.read_text())["ops"] if "Apply" in op}
+
+
 def test_every_gpu_registered_kernel_is_exercised_on_the_double():
     """The cases above together run every op registered for the GPU through the strict double."""
-    exercised = {case[1] for case in CASES + TARGET_CASES} | STATEFUL_OPS
+    exercised = {case[1] for case in CASES + TARGET_CASES} | STATEFUL_OPS | TRAINING_OPS
     for case in FIXTURE_CASES:
         device = strict_gpu()
         _, graph, _ = run_fixture(case, device)

@@ -6,7 +6,9 @@ is plain arithmetic. One known exception: Eigen evaluates rsqrt (Adagrad, Proxim
 Adadelta) with a fast approximate reciprocal square root refined by a Newton step; we take
 1 / sqrt, which can differ in the last bit.
 
-CPU kernels only (the update runs on host arrays); a GPU graph places them on the CPU.
+Registered for the CPU and the GPU: the update runs on host copies of the variable and its
+slots, and the results are stored back on the variable's device (a GPU session of a training
+graph had no kernel for them at all; measured on an H200).
 
 Sparse forms apply the same update to the rows named by `indices`, one index after the other as
 TensorFlow's loop does: rows named several times are updated once per mention, in order (we
@@ -20,7 +22,7 @@ import numpy as np
 
 from ...ops.training import op_inputs
 from .libm import float_function
-from .registry import CPU, kernel
+from .registry import CPU, GPU, kernel
 from .state import Variable, _ref_to, _resource_variable, _variable_of_ref
 
 
@@ -334,7 +336,7 @@ def _register_all():
 
     for op in sorted(op_registry.all_ops()):
         if op_inputs(op) is not None:
-            kernel(op, devices=(CPU,))(_kernel_for(op))
+            kernel(op, devices=(CPU, GPU))(_kernel_for(op))
 
 
 _register_all()
