@@ -6,7 +6,7 @@ value functions); adding an op touches only its family module here.
 from importlib import import_module
 
 FAMILY_MODULES = ("core", "math", "array", "nn", "control_flow", "tensor_array", "tensor_list", "state",
-                  "segment", "sparse", "send_recv", "functional", "random", "training", "image", "strings",
+                  "segment", "sparse", "send_recv", "collective", "functional", "random", "training", "image", "strings",
                   "parsing", "lookup", "io", "compiled", "summary", "data_flow")
 
 FAMILIES = {family: import_module(f"{__name__}.{family}") for family in FAMILY_MODULES}

@@ -1,10 +1,10 @@
-"""Cross-device transfers (_Send/_Recv and their host-memory forms) and v1 collective ops.
+"""Cross-device transfers: _Send/_Recv and their host-memory forms.
 
 Partitioning cuts every edge between devices into a _Send on the producer's device and a _Recv
 on the consumer's; the pair meets in the rendezvous under a key built from tensor_name, the two
 devices and send_device_incarnation. A receive waits for its peer, so _Recv/_HostRecv are
-asynchronous (TensorFlow runs them as AsyncOpKernels); so are the collectives, which wait for
-every member of their group.
+asynchronous (TensorFlow runs them as AsyncOpKernels). The collectives, which travel through the
+same rendezvous, are declared in collective.py.
 """
 from __future__ import annotations
 
@@ -29,26 +29,3 @@ for _name in ("_Send", "_HostSend"):
 for _name in ("_Recv", "_HostRecv"):
     register(_name, outputs=["tensor: tensor_type"], attrs=["tensor_type: type", *_TRANSFER_ATTRS],
              shape=_recv_shape, stateful=True, is_async=True)
-
-
-# --- collectives (v1: group and instance given as attrs) ----------------------------------------
-
-def _declared_shape(ctx: InferenceContext) -> Shape:
-    # Broadcast ops take their shape from the attr (TensorFlow does not check the input against it).
-    return ctx.attr("shape")
-
-
-_GROUP_ATTRS = ["group_size: int", "group_key: int", "instance_key: int"]
-_TUNING_ATTRS = ["communication_hint: string = 'auto'", "timeout_seconds: float = 0"]
-_BCAST_ATTRS = ["T: {bool, float, half, double, int32, int64}", *_GROUP_ATTRS, "shape: shape",
-                *_TUNING_ATTRS]
-
-register("CollectiveReduce", inputs=["input: T"], outputs=["data: T"],
-         attrs=["T: {bfloat16, float, half, double, int32, int64}", *_GROUP_ATTRS,
-                "merge_op: {'Min', 'Max', 'Mul', 'Add'}", "final_op: {'Id', 'Div'}",
-                "subdiv_offsets: list(int)", "wait_for: list(int) = []", *_TUNING_ATTRS],
-         shape=unchanged, stateful=True, is_async=True)
-register("CollectiveBcastSend", inputs=["input: T"], outputs=["data: T"], attrs=_BCAST_ATTRS,
-         shape=_declared_shape, stateful=True, is_async=True)
-register("CollectiveBcastRecv", outputs=["data: T"], attrs=_BCAST_ATTRS,
-         shape=_declared_shape, stateful=True, is_async=True)

@@ -15,7 +15,7 @@ from graphtool.shape_inference import infer_shapes
 from graphtool.shapes import Shape
 
 F32, I32, I64 = dtypes.float32, dtypes.int32, dtypes.int64
-STATEFUL_FAMILIES = ("tensor_array", "state", "send_recv")
+STATEFUL_FAMILIES = ("tensor_array", "state", "send_recv", "collective")
 
 
 # --- builders ---------------------------------------------------------------------------------
@@ -254,7 +254,9 @@ NOT_STATEFUL = {"Assign", "AssignAdd", "AssignSub", "IsVariableInitialized", "Co
                 "StatelessRandomUniform", "StatelessRandomNormal",
                 *(f"Scatter{kind}" for kind in ("Add", "Sub", "Mul", "Div", "Min", "Max", "Update")),
                 *(f"ScatterNd{kind}" for kind in ("Add", "Sub", "Min", "Max", "Update"))}
-ASYNC = {"_Recv", "_HostRecv", "CollectiveReduce", "CollectiveBcastSend", "CollectiveBcastRecv"}
+ASYNC = {"_Recv", "_HostRecv", "CollectiveReduce", "CollectiveGather", "CollectiveBcastSend", "CollectiveBcastRecv",
+         "CollectiveReduceV2", "CollectiveReduceScatterV2", "CollectiveGatherV2", "CollectiveAllToAllV2",
+         "CollectiveBcastSendV2", "CollectiveBcastRecvV2"}
 FAMILY_OPS = sorted(name for name, spec in registry.all_ops().items() if spec.family in STATEFUL_FAMILIES)
 
 
@@ -265,8 +267,9 @@ def test_families_register_the_expected_ops():
         VariableV2 Variable Assign AssignAdd AssignSub VarHandleOp ReadVariableOp AssignVariableOp
         AssignAddVariableOp AssignSubVariableOp VarIsInitializedOp ResourceGather IsVariableInitialized RandomUniform
         RandomUniformInt RandomStandardNormal TruncatedNormal Multinomial StatelessRandomUniform
-        StatelessRandomNormal _Send _Recv _HostSend _HostRecv CollectiveReduce CollectiveBcastSend
-        CollectiveBcastRecv ResourceScatterAdd ResourceScatterSub ResourceScatterMul ResourceScatterDiv
+        StatelessRandomNormal _Send _Recv _HostSend _HostRecv CollectiveReduce CollectiveGather
+        CollectiveBcastSend CollectiveBcastRecv CollectiveReduceV2 CollectiveReduceScatterV2
+        CollectiveGatherV2 CollectiveAllToAllV2 CollectiveBcastSendV2 CollectiveBcastRecvV2 ResourceScatterAdd ResourceScatterSub ResourceScatterMul ResourceScatterDiv
         ResourceScatterMin ResourceScatterMax ResourceScatterUpdate ResourceScatterNdUpdate
         ResourceScatterNdAdd ResourceScatterNdSub ResourceScatterNdMin ResourceScatterNdMax
         DestroyResourceOp ScatterAdd ScatterSub ScatterMul ScatterDiv ScatterMin ScatterMax ScatterUpdate
