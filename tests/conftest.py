@@ -76,11 +76,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
         return None
     from xdist.scheduler import LoadGroupScheduling
 
-    prefix = CLUSTER_DIR.relative_to(config.rootpath).as_posix() + "/"
+    # Node ids are relative to the rootdir (this checkout's, unless the plugin runs elsewhere).
+    prefix = (CLUSTER_DIR.relative_to(config.rootpath).as_posix() + "/"
+              if CLUSTER_DIR.is_relative_to(config.rootpath) else None)
 
     class ClusterOnOneWorker(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return CLUSTER_GROUP if nodeid.startswith(prefix) else super()._split_scope(nodeid)
+            if prefix is not None and nodeid.startswith(prefix):
+                return CLUSTER_GROUP
+            return super()._split_scope(nodeid)
 
     return ClusterOnOneWorker(config, log)
 
