@@ -59,12 +59,20 @@ def _is_controller(config: pytest.Config) -> bool:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The grouping goes by path (the controller sees node ids, not markers): a `cluster` test
-    elsewhere would start a second Ray instance beside the first."""
+    elsewhere would start a second Ray instance beside the first.
+
+    On a worker, the modules holding `slow` tests come first (each module's tests stay together,
+    in their order): the scheduler hands out the cluster group first (the largest), then tests in
+    this order, so the long ones run beside the cluster group and the short ones even out the end
+    of the run. Every worker sorts alike (xdist checks they collected the same list)."""
     stray = [item.nodeid for item in items
              if item.get_closest_marker("cluster") and CLUSTER_DIR not in item.path.parents]
     if stray:
         raise pytest.UsageError(f"{stray[0]}: tests marked `cluster` belong under tests/cluster/ "
                                 f"(they run on one xdist worker)")
+    if hasattr(config, "workerinput"):
+        slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
+        items.sort(key=lambda item: item.path not in slow_modules)
 
 
 @pytest.hookimpl(optionalhook=True)   # (a hook of xdist's: unknown when it is not loaded)
