@@ -281,3 +281,17 @@ def test_timeout_seconds_bounds_the_wait():
     with pytest.raises(RuntimeFailure, match=r"collective group 1 instance 1 timed out after 0.01 s "
                                              r"\(timeout_seconds\) waiting for .*CPU:1"):
         Session(b.graph).run(["out0", "out1"], feeds, timeout=60)
+
+
+def test_members_on_gpus_reduce_through_host_memory():
+    """On the GPU test double: inputs leave each device through to_host and results come back
+    through to_device, as transfers do."""
+    gpus = tuple(f"/device:GPU:{i}" for i in range(3))
+    for case in (Case("reduce", gpus, shape=(6, 2), final="Div"), Case("all_to_all", gpus, shape=(6, 2)),
+                 Case("bcast", gpus, shape=(5,), root=2)):
+        values = member_inputs(case, np.random.default_rng(5))
+        session = Session(collective_graph(case), device="fakegpu")
+        result = session.run(case.fetch_names(), feeds_for(case, values), timeout=60)
+        assert [d.rsplit("/device:", 1)[1] for d in result.devices] == ["GPU:0", "GPU:1", "GPU:2"]
+        for got, want in zip(result.values, expected(case, values)):
+            np.testing.assert_allclose(got, want, **tolerance(case.dtype, case.size))
