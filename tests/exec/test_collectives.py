@@ -52,9 +52,12 @@ def test_reduce_equals_numpy(n, merge, final):
 @pytest.mark.parametrize("n", [2, 3, 4, 8])
 @pytest.mark.parametrize("kind", ["reduce_scatter", "gather", "bcast", "all_to_all"])
 def test_other_collectives_equal_numpy(kind, n):
+    merges = [("Add", "Id"), ("Add", "Div"), ("Mul", "Id"), ("Min", "Id"), ("Max", "Div")] \
+        if kind == "reduce_scatter" else [("Add", "Id")]
     for dtype in ("float16", "float32", "float64", "int32", "int64"):
         shape = (2 * n, 3) if kind in ("reduce_scatter", "all_to_all") else (3, 5)
-        check(Case(kind, cpus(n), dtype=dtype, shape=shape, final="Div", root=n - 1))
+        for merge, final in merges:
+            check(Case(kind, cpus(n), dtype=dtype, shape=shape, merge=merge, final=final, root=n - 1))
 
 
 @pytest.mark.parametrize("kind", ["reduce", "gather", "bcast"])
@@ -69,6 +72,9 @@ def test_empty_and_odd_sized_tensors(shape):
         check(Case("reduce", cpus(n), shape=shape))
         check(Case("gather", cpus(n), shape=shape if shape else (1,)))
         check(Case("bcast", cpus(n), shape=shape, root=n // 2))
+    for kind in ("all_to_all", "reduce_scatter"):   # dim 0 must split evenly: 0 rows, or n odd rows
+        check(Case(kind, cpus(3), shape=(0, 4)))
+        check(Case(kind, cpus(3), shape=(3, 5)))
 
 
 def test_a_group_of_one_returns_its_input():
