@@ -301,3 +301,20 @@ def test_members_on_gpus_reduce_through_host_memory():
         assert [d.rsplit("/device:", 1)[1] for d in result.devices] == ["GPU:0", "GPU:1", "GPU:2"]
         for got, want in zip(result.values, expected(case, values)):
             np.testing.assert_allclose(got, want, **tolerance(case.dtype, case.size))
+
+
+def test_ordering_tokens_only_order():
+    """v2 ops take resource handles as ordering tokens (TensorFlow's automatic control
+    dependencies); they add edges, not values."""
+    b = GraphBuilder()
+    outs = []
+    for i, device in enumerate(cpus(2)):
+        with b.device(device):
+            token = b.op("VarHandleOp", [], dtype="float32", shape=[], shared_name=f"v{i}", name=f"token{i}")
+            x = b.placeholder("float32", [3], name=f"x{i}")
+            keys = [b.const(np.int32(2)), b.const(np.int32(4)), b.const(np.int32(2))]
+            reduced = b.op("CollectiveReduceV2", [x, *keys, [token]], merge_op="Add", final_op="Id")
+            outs.append(b.identity(reduced, name=f"out{i}"))
+    feeds = {"x0": np.float32([1, 2, 3]), "x1": np.float32([10, 20, 30])}
+    for got in Session(b.graph).run(["out0", "out1"], feeds, timeout=60).values:
+        np.testing.assert_array_equal(got, [11, 22, 33])
