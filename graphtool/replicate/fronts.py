@@ -16,6 +16,10 @@ from .clone import ReplicaCloner
 from .structure import ASSIGN_OPS, VARIABLE_OPS, TrainingStructure
 
 
+# Stateful only in that they read a variable: a dangling one is a value like any other.
+_READ_OPS = frozenset({"ReadVariableOp", "VarIsInitializedOp", "IsVariableInitialized"})
+
+
 def choose_fronted(structure: TrainingStructure, replicated: set[Node]) -> tuple[list[Node], list[Node]]:
     """(losses, sinks) among the replicated nodes, in graph order."""
     losses: list[Node] = []
@@ -36,6 +40,8 @@ def _is_target(node: Node) -> bool:
     """A node run for its effect: a NoOp, a stateful op, or one carrying control inputs (a pure
     value nobody reads, such as a dangling gradient piece, keeps replica 0's copy under its name)."""
     spec = node.spec
+    if node.op in _READ_OPS:
+        return False
     return node.op == "NoOp" or node.num_outputs == 0 or bool(node.control_inputs) \
         or (spec is not None and spec.stateful) or node.op in ASSIGN_OPS
 
