@@ -21,7 +21,6 @@ from ..errors import InvalidGraphError
 from ..ir import Graph, TensorRef
 from ..ops.opaque import dtype_of
 from ..shapes import has_rank
-from ..tensor import to_ndarray
 from .buckets import Bucket, Reduced, plan_buckets
 from .clone import ReplicaCloner
 from .structure import TrainingStructure
@@ -46,7 +45,7 @@ def used_collective_keys(graph: Graph) -> tuple[int, int]:
             keys = []
             for slot in (2, 3) if node.op != "CollectiveBcastRecvV2" else (1, 2):
                 producer = node.inputs[slot].node if slot < len(node.inputs) else None
-                value = to_ndarray(producer.attr("value")) if producer is not None and producer.op == "Const" else None
+                value = np.asarray(producer.attr("value")) if producer is not None and producer.op == "Const" else None
                 keys.append(int(value) if value is not None and value.size == 1 else 0)
             group, instance = max(group, keys[0]), max(instance, keys[1])
         else:
