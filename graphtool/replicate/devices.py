@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..placement.device_names import canonical_device_name, parse_device_list
+from ..placement.device_names import canonical_device_name, parse_device_list, parse_device_name
 
 MODES = ("allreduce", "ps")
+RUNNABLE_TYPES = frozenset({"CPU", "GPU"})
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,10 @@ def resolve_devices(devices: str | list[str] | None, replicas: int, mode: str) -
         names = parse_device_list(text)
     except UsageError as exc:
         raise UsageError(f"--devices: {exc}", hint=exc.hint) from None
+    for item, name in zip(raw, names):
+        kind = parse_device_name(name).type
+        if kind not in RUNNABLE_TYPES:
+            raise UsageError(f"--devices: '{item.strip()}' is a {kind} device; dftool runs on CPU and GPU devices")
     if len(names) != len(raw):
         raise UsageError(f"--devices: '{text}' names a device twice; every replica needs its own device")
     wanted = "N" if mode == "allreduce" else "N (the parameter server on the first) or N + 1 (the parameter server first)"

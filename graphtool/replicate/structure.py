@@ -135,7 +135,10 @@ def find_losses(graph: Graph, named: list[str], candidates: set[Node], dependent
     if named:
         refs = []
         for name in named:
-            ref = graph.tensor(name)
+            try:
+                ref = graph.tensor(name)
+            except UsageError as exc:
+                raise UsageError(f"--loss: {exc}", hint=exc.hint) from None
             if ref.node not in dependent:
                 raise UsageError(f"--loss: '{name}' does not depend on the split inputs; it is the same on every "
                                  f"replica and needs no averaging")
