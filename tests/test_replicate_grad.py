@@ -59,3 +59,44 @@ def test_gradients_from_dftool_grad_are_averaged(mode, replicas):
     _, losses = train(out, batch())
     np.testing.assert_allclose(losses, expected, rtol=1e-10, atol=0)
     assert losses[-1] < losses[0] / 4
+
+
+def recurrent() -> Graph:
+    """h <- tanh(h @ w) three times in a while loop, then a linear read-out; gradients of both
+    variables by `dftool grad` (a backward loop with stacks), plain SGD updates."""
+    b = GraphBuilder()
+    x = b.placeholder("float64", [None, 3], name="x")
+    y = b.placeholder("float64", [None, 1], name="y")
+    init = b.op("NoOp", [], name="init")
+    reads = {}
+    for name, value in (("w", np.eye(3) * 0.8 + 0.1), ("v", np.array([[0.5], [-0.25], [1.0]]))):
+        variable = b.op("VariableV2", [], name=name, dtype=float64, shape=Shape.of(value.shape))
+        init.add_control_input(b.op("Assign", [variable, value], name=f"{name}/Assign").node)
+        reads[name] = b.identity(variable, name=f"{name}/read")
+    _, h = b.while_loop(lambda i, h: b.less(i, 3),
+                        lambda i, h: (b.add(i, 1), b.tanh(b.matmul(h, reads["w"]))), [b.const(0), x])
+    error = b.sub(b.matmul(h, reads["v"], name="pred"), y, name="error")
+    b.op("Mean", [b.op("Square", [error], name="square"), np.array([0, 1], np.int32)], name="loss")
+    graph, _ = api.grad(b.graph, "loss", ["w", "v"], inplace=True, report=True)
+    rate = graph.add_node("Const", "learning_rate", attrs={"value": _tensor(0.2), "dtype": float64})
+    updates = [graph.add_node("ApplyGradientDescent", f"train/{name}", [graph.tensor(name), rate.output(0),
+                                                                       graph.tensor(f"grad/{name}")],
+                              attrs={"T": float64}) for name in ("w", "v")]
+    graph.add_node("NoOp", "train", control_inputs=updates)
+    graph.verify()
+    return graph
+
+
+@pytest.mark.parametrize("mode", ["allreduce", "ps"])
+def test_a_training_graph_with_a_while_loop_replicates(mode):
+    graph = recurrent()
+    out, report = replicate(graph, ReplicateOptions(replicas=2, split=["x", "y"], mode=mode))
+    frames = {node.attr("frame_name") for node in out if node.op == "Enter"}
+    assert len(frames) == 2 * len({node.attr("frame_name") for node in graph if node.op == "Enter"})
+    # each replica's backward loop pushes and pops stacks of its own
+    assert sum(node.op == "StackV2" for node in out) == 2 * sum(node.op == "StackV2" for node in graph) > 0
+    assert report.gradients_reduced == 2
+    _, expected = train(graph, batch())
+    _, losses = train(out, batch())
+    np.testing.assert_allclose(losses, expected, rtol=1e-10, atol=0)
+    assert losses[-1] < losses[0]
