@@ -9,7 +9,7 @@ import pytest
 
 from graphtool import api
 from graphtool.builder import GraphBuilder
-from graphtool.dtypes import float64
+from graphtool.dtypes import float64, int32
 from graphtool.ir import Graph
 from graphtool.replicate import ReplicateOptions, replicate
 from graphtool.shapes import Shape
@@ -100,3 +100,38 @@ def test_a_training_graph_with_a_while_loop_replicates(mode):
     _, losses = train(out, batch())
     np.testing.assert_allclose(losses, expected, rtol=1e-10, atol=0)
     assert losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize("mode", ["allreduce", "ps"])
+def test_a_per_batch_statistic_assigned_to_a_variable_is_averaged(mode):
+    """A moving mean of the inputs (as batch normalization keeps): its Assign reads per-batch
+    values, so the replicas' values are averaged before it, which gives the full batch's mean."""
+    graph = regression()
+    moving = graph.add_node("VariableV2", "moving_mean", attrs={"dtype": float64, "shape": Shape.of([3])})
+    zeros = graph.add_node("Const", "moving_mean/zeros", attrs={"value": _tensor_of(np.zeros(3)), "dtype": float64})
+    graph.node("init").add_control_input(graph.add_node("Assign", "moving_mean/Assign", [moving.output(0),
+                                                                                        zeros.output(0)],
+                                                        attrs={"T": float64}))
+    axis = graph.add_node("Const", "batch_mean/axis", attrs={"value": _tensor_of(np.int32(0)), "dtype": int32})
+    mean = graph.add_node("Mean", "batch_mean", [graph.tensor("x"), axis.output(0)], attrs={"T": float64})
+    decay = graph.add_node("Const", "decay", attrs={"value": _tensor_of(np.float64(0.5)), "dtype": float64})
+    step = graph.add_node("Mul", "moving_mean/step", [graph.tensor("moving_mean"), decay.output(0)],
+                          attrs={"T": float64})
+    new = graph.add_node("AddV2", "moving_mean/new", [step.output(0), mean.output(0)], attrs={"T": float64})
+    update = graph.add_node("Assign", "moving_mean/update", [moving.output(0), new.output(0)], attrs={"T": float64})
+    graph.node("train").add_control_input(update)
+    out, report = replicate(graph, ReplicateOptions(replicas=4, split=["x", "y"], mode=mode))
+    assert {"node": "moving_mean/update", "op": "Assign", "averaged": ["moving_mean/new:0"]} in report.updates
+    reference, expected = train(graph, batch(), steps=5)
+    session, losses = train(out, batch(), steps=5)
+    np.testing.assert_allclose(losses, expected, rtol=1e-10, atol=0)
+    np.testing.assert_allclose(session.run(["moving_mean:0"]).values[0],
+                               reference.run(["moving_mean:0"]).values[0], rtol=1e-12)
+
+
+def _tensor_of(value):
+    from graphtool.proto.attr_value_pb2 import AttrValue
+    from graphtool.tensor import from_ndarray
+
+    array = np.asarray(value)
+    return AttrValue(tensor=from_ndarray(array, float64 if array.dtype == np.float64 else int32))
