@@ -26,7 +26,7 @@ from .device_names import DeviceName, canonical_device_name, matches, parse_devi
 PLACEABLE_TYPES = ("CPU", "GPU")
 LOCAL = DeviceName(job="localhost", replica=0, task=0)
 # Ops the session feeds, reads or routes itself: they need no kernel on any device.
-_RUN_ANYWHERE_OPS = frozenset({"Placeholder", "PlaceholderV2", "_Arg", "_Retval",
+_RUN_ANYWHERE_OPS = frozenset({"Placeholder", "PlaceholderV2", "_Arg", "_Retval", "_FedOutputs",
                                "_Send", "_Recv", "_HostSend", "_HostRecv"})
 _FIELDS = ("job", "replica", "task", "type", "index")
 _SOFT_HINT = "soft placement (the default; drop --no-soft-placement) would pick another device"
