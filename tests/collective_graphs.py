@@ -106,17 +106,17 @@ def _member(b: GraphBuilder, case: Case, i: int, x):
     tuning = {"timeout_seconds": float(case.timeout_seconds)}
     dtype = case.member_dtype(i)
     if case.v1:
-        keys = {"group_size": n, "group_key": case.group_key, "instance_key": case.instance_key}
+        key_attrs = {"group_size": n, "group_key": case.group_key, "instance_key": case.instance_key}
         if case.kind == "reduce":
             return b.op("CollectiveReduce", [x], name=name, merge_op=case.merge, final_op=case.final,
-                        subdiv_offsets=[0], **keys, **tuning)
+                        subdiv_offsets=[0], **key_attrs, **tuning)
         shape = list(case.member_shape(i))
         if case.kind == "gather":
             gathered = [shape[0] * n, *shape[1:]] if shape else shape
-            return b.op("CollectiveGather", [x], name=name, shape=gathered, **keys, **tuning)
+            return b.op("CollectiveGather", [x], name=name, shape=gathered, **key_attrs, **tuning)
         if i == case.root:
-            return b.op("CollectiveBcastSend", [x], name=name, shape=shape, **keys, **tuning)
-        return b.op("CollectiveBcastRecv", [], name=name, T=dtype, shape=shape, **keys, **tuning)
+            return b.op("CollectiveBcastSend", [x], name=name, shape=shape, **key_attrs, **tuning)
+        return b.op("CollectiveBcastRecv", [], name=name, T=dtype, shape=shape, **key_attrs, **tuning)
     # (the v2 ops but the broadcasts also take a list of ordering tokens: none here)
     keys = [b.const(np.int32(n), name=f"{name}/group_size"),
             b.const(np.int32(case.group_key), name=f"{name}/group_key"),
@@ -132,8 +132,8 @@ def _member(b: GraphBuilder, case: Case, i: int, x):
         return b.op("CollectiveAllToAllV2", [x, *keys, []], name=name, **tuning)
     if i == case.root:
         return b.op("CollectiveBcastSendV2", [x, *keys], name=name, **tuning)
-    shape = b.const(np.array(case.member_shape(i), np.int32), name=f"{name}/shape")
-    return b.op("CollectiveBcastRecvV2", [*keys, shape], name=name, T=dtype, **tuning)
+    received_shape = b.const(np.array(case.member_shape(i), np.int32), name=f"{name}/shape")
+    return b.op("CollectiveBcastRecvV2", [*keys, received_shape], name=name, T=dtype, **tuning)
 
 
 def add_collective(b: GraphBuilder, case: Case, inputs=None) -> list:
@@ -196,7 +196,7 @@ def reduced(values: list[np.ndarray], merge: str, final: str) -> np.ndarray:
     (integers truncate toward zero, as TensorFlow's integer division in collectives)."""
     dtype = values[0].dtype
     wide = np.float64 if np.issubdtype(dtype, np.floating) else np.int64
-    total = values[0].astype(wide)
+    total: np.ndarray = values[0].astype(wide)
     for value in values[1:]:
         total = _MERGE[merge](total, value.astype(wide))
     if final == "Div":
@@ -220,8 +220,8 @@ def expected(case: Case, values: list[np.ndarray]) -> list[np.ndarray]:
         return [out] * n
     if case.kind == "bcast":
         return [values[case.root]] * n
-    blocks = [np.split(value, n, axis=0) for value in by_rank]      # all_to_all
-    return [np.concatenate([blocks[k][rank[i]] for k in range(n)], axis=0) for i in range(n)]
+    sent = [np.split(value, n, axis=0) for value in by_rank]      # all_to_all: sent[k][r] from rank k to r
+    return [np.concatenate([sent[k][rank[i]] for k in range(n)], axis=0) for i in range(n)]
 
 
 def tolerance(dtype: str, size: int) -> dict:

@@ -45,7 +45,7 @@ def acceptance_cases(n: int) -> list[Case]:
     """The instances of the group of `n` members run in one step: every kind in every dtype, every
     merge/final for float32, float64 and int32 (Add/Div and Min/Id for the others), odd-sized,
     scalar and empty tensors, the v1 forms. n = 8 runs a smaller set (one of each kind and form)."""
-    devices, cases = members(n), []
+    devices, cases = members(n), []   # type: tuple[str, ...], list[Case]
 
     def add(kind, dtype, shape, **kw):
         key = len(cases) + 1
