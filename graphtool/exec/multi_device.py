@@ -31,6 +31,7 @@ from .device_factory import create_device
 from .devices import CPUDevice, Device, FakeGPUDevice
 from .executor import Executor, StepStats
 from .plan import compile_plan
+from .collective.spec import resolve_if_needed
 from .rendezvous import Rendezvous
 
 SEND_OPS = frozenset({"_Send", "_HostSend"})
@@ -333,6 +334,7 @@ def compile_multi_device(session, pruned: Graph, fed_nodes: set[Node], fetch_ref
     gpu_double = isinstance(session.device, FakeGPUDevice)
     # A graph holding _Send/_Recv is partitioned already (a pruned piece of it may hold none).
     moves = [] if has_transfers(session.graph) else place_and_partition(pruned, session.device, gpu_double)
+    resolve_if_needed(pruned, session.device.name)   # (a graph partitioned elsewhere)
     fed_names = {node.name for node in fed_nodes}
     target_names = {node.name for node in target_nodes}
     parts, item_of, moved = [], {}, {}

@@ -35,7 +35,7 @@ from operator import itemgetter
 
 from ..errors import RuntimeFailure
 from .plan import (ASYNC, CONTROL_TRIGGER, ENTER, EXIT, FED, FIXED, FORWARDS, LOOP_COND, MERGE, NEXT_ITERATION,
-                   RECV, SEND, SWITCH, FrameTemplate, Item, Plan, call_kernel)
+                   RECV, SEND, SWITCH, COLLECTIVE, FrameTemplate, Item, Plan, call_kernel)
 
 # Which part of an iteration a node belongs to.
 _COND, _BODY, _FALSE = 0, 1, 2
@@ -167,7 +167,7 @@ def analyse(plan: Plan, template: FrameTemplate, enters: list[Item]) -> "Sequent
         return f"{len(loop_conds)} LoopCond nodes"
     loop_cond = loop_conds[0]
     for item in template.items:
-        if item.kind in (ENTER, SEND, RECV, ASYNC, FED, CONTROL_TRIGGER):
+        if item.kind in (ENTER, SEND, RECV, ASYNC, COLLECTIVE, FED, CONTROL_TRIGGER):
             return f"node '{item.name}' ({item.node.op}) in the loop"
     enter_of, next_of = {}, {}
     for item in template.items:
