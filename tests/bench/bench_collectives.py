@@ -157,7 +157,7 @@ def bench_allreduce(args, cluster, n: int, rows: list, raw: dict) -> None:
         alg, bus, raw_s = nbytes / collective, busbw(nbytes, collective, n), raw[kib]
         raw_bw = nbytes / raw_s
         print(f"  {_size(nbytes):>9} {times['step'] * 1e3:9.2f} {times['base'] * 1e3:17.2f} {collective * 1e3:14.2f} "
-              f"{alg / 1e9:11.3f} {bus / 1e9:11.3f} {raw_s * 1e3:11.2f} {raw_bw / 1e9:9.3f} {bus / raw_bw:10.2f}")
+              f"{alg / 1e9:11.4g} {bus / 1e9:11.4g} {raw_s * 1e3:11.2f} {raw_bw / 1e9:9.4g} {bus / raw_bw:10.2f}")
         rows.append({"section": "allreduce", "workers": n, "bytes": nbytes, "step_ms": times["step"] * 1e3,
                      "no_collective_ms": times["base"] * 1e3, "allreduce_ms": collective * 1e3,
                      "algbw_gbps": alg / 1e9, "busbw_gbps": bus / 1e9, "raw_ray_ms": raw_s * 1e3,
