@@ -19,8 +19,8 @@ test).
   would read it), timed inside the sender; its GB/s is bytes / time. The best a ring can do over
   such a link is busbw = that bandwidth.
 - training: a TF1 training graph of tests/fixtures/training_runs (`--model`, fed a batch of
-  `--batch` examples made by tiling the case's feeds) on 1 worker (every node pinned to worker:0)
-  and, through `dftool replicate`, on n workers in `allreduce` mode (ring all-reduce of the
+  `--batch` examples made by tiling the case's feeds) on 1 worker (every node pinned to worker:0
+  of the smallest cluster; its other tasks idle) and, through `dftool replicate`, on n workers in `allreduce` mode (ring all-reduce of the
   gradients) and `ps` mode (gradients averaged on a parameter server, the first device). Examples/s
   = batch / median step time (one `train` step; init once, untimed). The first step's loss of
   every variant must equal the 1-worker run's (data parallelism does not change the math).
@@ -261,13 +261,15 @@ def main() -> int:
     rows: list = []
     raw: dict = {}
     reference: dict = {}
-    counts = sorted(set(args.workers) | ({1} if "training" in args.only else set()))
+    counts = sorted(set(args.workers))
     with tempfile.TemporaryDirectory() as scratch:
         for n in counts:
             with open_cluster(f"local:{n}") as cluster:
-                if "allreduce" in args.only and n > 1:
+                if "allreduce" in args.only:
                     bench_allreduce(args, cluster, n, rows, raw)
                 if "training" in args.only:
+                    if n == counts[0]:   # 1 worker: everything pinned to worker:0 (no other start of Ray)
+                        bench_training(args, cluster, 1, rows, Path(scratch), reference)
                     bench_training(args, cluster, n, rows, Path(scratch), reference)
     if "training" in args.only:
         print_training(args, [row for row in rows if row["section"] == "training"])
