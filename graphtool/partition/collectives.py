@@ -86,11 +86,12 @@ def _constant_scalar(graph: Graph, node: Node, index: int, what: str) -> int:
 
 
 def _through_forwarding(graph: Graph, node: Node) -> Node:
-    """The node whose value `node` forwards: Identity chains, and a _Recv's peer _Send's input."""
+    """The node whose value `node` forwards: Identity chains, a loop's Enter of a value from
+    outside, and a _Recv's peer _Send's input."""
     seen = 0
     while seen < 1000:
         seen += 1
-        if node.op in ("Identity", "Snapshot") and node.inputs:
+        if node.op in ("Identity", "Snapshot", "Enter", "RefEnter") and node.inputs:
             node = node.inputs[0].node
         elif node.op in ("_Recv", "_HostRecv"):
             peer = _peer_send(graph, node)
@@ -109,6 +110,16 @@ def _peer_send(graph: Graph, recv: Node) -> Node | None:
                 (node.attr("tensor_name"), node.attr("send_device"), node.attr("recv_device")) == wanted:
             return node
     return None
+
+
+def instance_members(graph: Graph) -> dict[tuple[int, int], list[Node]]:
+    """The collective nodes of `graph` by (group_key, instance_key): what must run together."""
+    members: dict[tuple[int, int], list[Node]] = {}
+    for node in graph.nodes:
+        if is_collective(node):
+            keys = member_keys(graph, node)
+            members.setdefault((keys.group_key, keys.instance_key), []).append(node)
+    return members
 
 
 @dataclass

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir import Graph
-from ..placement.device_names import short_device_name
 from ..shapes import has_rank
 from . import averaging
 from .clone import ReplicaCloner, replicated_nodes
@@ -75,4 +74,4 @@ def _report(structure: TrainingStructure, cloner: ReplicaCloner, devices: Replic
         prefix=cloner.prefix, fuse_bytes=options.fuse_bytes)
 
 
-__all__ = ["DEFAULT_FUSE_BYTES", "MODES", "ReplicateOptions", "ReplicateReport", "replicate", "short_device_name"]
+__all__ = ["DEFAULT_FUSE_BYTES", "MODES", "ReplicateOptions", "ReplicateReport", "replicate"]

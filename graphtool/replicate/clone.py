@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import dtypes
 from ..dtypes import int32
 from ..errors import InvalidGraphError
 from ..ir import Graph, Node, TensorRef
@@ -44,12 +45,43 @@ def replicated_nodes(structure: TrainingStructure, mode: str) -> set[Node]:
     observers = structure.observers
     splits = set(structure.splits)
     if mode == "allreduce":
+        excluded = observers | splits
         seeds = [*structure.variables, *structure.splits]
-        reached = forward_closure(seeds, control=True, stop=lambda node: node in observers or node in splits)
-        return reached | set(structure.variables)
-    updates = structure.update_nodes
-    return forward_closure(structure.splits, control=True,
-                           stop=lambda node: node in observers or node in updates or node in splits)
+        reached = forward_closure(seeds, control=True, stop=excluded.__contains__) | set(structure.variables)
+    else:
+        excluded = observers | splits | structure.update_nodes
+        reached = forward_closure(structure.splits, control=True, stop=excluded.__contains__)
+    return _complete(structure.graph, reached, excluded | set(structure.variables))
+
+
+def _complete(graph: Graph, replicated: set[Node], excluded: set[Node]) -> set[Node]:
+    """What else must be per replica once part of it is, to a fixed point:
+    - a while loop that computes anything per replica, whole (its counter too): each replica runs
+      its own loop, in its own frame, on its device;
+    - a resource other than a variable (a gradient loop's stack, a TensorArray) that a replica
+      uses: each replica pushes and pops its own."""
+    frames = [frame for frame in graph.frames().frames.values() if not frame.is_root]
+    changed = True
+    while changed:
+        changed = False
+        new: set[Node] = set()
+        for frame in frames:
+            members = set(frame.nodes) | set(frame.enters) | set(frame.exits)
+            if members & replicated:
+                new |= members - replicated - excluded
+        for node in graph:
+            if node not in replicated and node not in excluded and _makes_resource(node) \
+                    and any(user in replicated for user in node.consumers()):
+                new.add(node)
+        if new:
+            replicated |= new
+            replicated |= forward_closure(new, control=True, stop=excluded.__contains__)
+            changed = True
+    return replicated
+
+
+def _makes_resource(node: Node) -> bool:
+    return any(dtype_of(ref).base in (dtypes.resource, dtypes.variant) for ref in node.outputs)
 
 
 class ReplicaCloner:

@@ -15,13 +15,11 @@ from ..tensor import from_ndarray
 class Emitter:
     def __init__(self, graph: Graph):
         self.graph = graph
-        self.added = 0
 
     def node(self, op: str, name: str, inputs: Sequence[TensorRef] = (), *, device: str,
              attrs: dict | None = None, control: Sequence[Node] = (), exact_name: bool = False) -> Node:
         """A new node called `name` (made unique unless `exact_name`)."""
         chosen = name if exact_name else self.graph.unique_name(name)
-        self.added += 1
         return self.graph.add_node(op, chosen, inputs=list(inputs), control_inputs=list(control),
                                    attrs=attrs or {}, device=device)
 

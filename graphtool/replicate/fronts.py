@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..errors import InvalidGraphError
 from ..ir import Node
 from ..ops.opaque import dtype_of
+from ..ops.training import op_inputs
 from .clone import ReplicaCloner
 from .structure import ASSIGN_OPS, VARIABLE_OPS, TrainingStructure
 
@@ -37,13 +38,14 @@ def choose_fronted(structure: TrainingStructure, replicated: set[Node]) -> tuple
 
 
 def _is_target(node: Node) -> bool:
-    """A node run for its effect: a NoOp, a stateful op, or one carrying control inputs (a pure
+    """A node run for its effect: a NoOp, a stateful op, an update of a ref variable (TensorFlow
+    does not mark Assign or Apply* stateful), or one carrying control inputs (a pure
     value nobody reads, such as a dangling gradient piece, keeps replica 0's copy under its name)."""
     spec = node.spec
     if node.op in _READ_OPS:
         return False
     return node.op == "NoOp" or node.num_outputs == 0 or bool(node.control_inputs) \
-        or (spec is not None and spec.stateful) or node.op in ASSIGN_OPS
+        or (spec is not None and spec.stateful) or node.op in ASSIGN_OPS or op_inputs(node.op) is not None
 
 
 def add_fronts(cloner: ReplicaCloner, losses: list[Node], sinks: list[Node]) -> None:

@@ -53,10 +53,12 @@ class ReplicateReport:
         text = (f"{self.replicas} replica(s) on {devices} ({self.mode}): {self.nodes_replicated} nodes replicated, "
                 f"{self.nodes_single} single, {self.nodes_before} -> {self.nodes_after} nodes; "
                 f"{self.gradients_reduced} gradient(s) averaged")
+        split = ", ".join(item["input"] + (f" ({item['batch']} -> {item['per_replica']} per replica)"
+                                             if item["batch"] is not None else "") for item in self.split)
         if self.mode == "allreduce":
             fused = self.fused_buckets
             text += (f" in {len(self.buckets)} all-reduce(s) per replica, {len(fused)} fused bucket(s) of "
                      f"{sum(b['tensors'] for b in fused)} tensor(s), {sum(b['bytes'] or 0 for b in fused)} bytes")
         else:
             text += f" on the parameter server {short_device_name(self.shared_device)}"
-        return text
+        return f"{text}; split: {split}"

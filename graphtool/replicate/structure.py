@@ -28,6 +28,7 @@ SPLITTABLE_OPS = frozenset({"Placeholder", "PlaceholderWithDefault", "Placeholde
 _SAVE_OPS = frozenset({"SaveV2", "Save", "SaveSlices", "MergeV2Checkpoints"})
 # Scatter updates and sparse optimizers take per-row gradients: their average needs the rows of
 # every replica, which an all-reduce of dense tensors does not give.
+_SHAPE_ONLY_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank", "ZerosLike", "OnesLike"})
 _SPARSE_UPDATE_PREFIXES = ("Scatter", "ResourceScatter", "SparseApply", "ResourceSparseApply")
 
 
@@ -131,7 +132,8 @@ def _update_op(node: Node, dependent: set[Node]) -> UpdateOp | None:
 def find_losses(graph: Graph, named: list[str], candidates: set[Node], dependent: set[Node],
                 shapes: ShapeResult, observers: set[Node]) -> list[TensorRef]:
     """`--loss` tensors, or by default every scalar floating value computed from the split inputs
-    that only observers (summaries) or nobody read: the values a user fetches per step."""
+    whose value only observers (summaries) or nobody read: the values a user fetches per step
+    (a gradient's seed may read the loss's shape, as `dftool grad` does)."""
     if named:
         refs = []
         for name in named:
@@ -146,7 +148,8 @@ def find_losses(graph: Graph, named: list[str], candidates: set[Node], dependent
         return refs
     found = []
     for node in candidates:
-        if node not in dependent or node.num_outputs != 1 or any(user not in observers for user in node.consumers()):
+        if node not in dependent or node.num_outputs != 1 or any(
+                user not in observers and user.op not in _SHAPE_ONLY_OPS for user in node.consumers()):
             continue
         ref = node.output(0)
         dtype = dtype_of(ref).base

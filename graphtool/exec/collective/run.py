@@ -32,11 +32,18 @@ def start(step, tagged, inputs, is_dead: bool) -> None:
     step.in_flight += 1
     try:
         value, shape = _member_input(spec, inputs, is_dead, device)
-        link = Exchange(spec, shape, step.rendezvous, step.participant, frame_iter(frame, it), finish)
+        link = Exchange(spec, shape, step.rendezvous, step.participant, _iterations(frame, it), finish)
     except BaseException as exc:
         finish(None, exc)
         return
     link.run(member(link, value))
+
+
+def _iterations(frame, it: int) -> tuple:
+    """The loop iterations the member runs in, outermost first, without the frames' names: the
+    members of a group may each run in a loop of their own (one per device, differently named),
+    and the k-th iteration of each meets the k-th of the others."""
+    return tuple(("loop", iteration) for _, iteration in frame_iter(frame, it))
 
 
 def _member_input(spec: CollectiveSpec, inputs, is_dead: bool, device) -> tuple[np.ndarray | None, tuple]:
