@@ -1,8 +1,9 @@
-"""Collectives on the session's `local:3` cluster: every op (v2 and v1 forms) against numpy for
-group sizes 2, 3, 4 and 8 (several CPU devices per task beyond 3), every dtype, empty and odd-sized
-tensors; and their failures: members that disagree, a member that never runs, a collective's own
-timeout, a worker killed while its peers wait in the collective. Each failure is one clean error
-naming the collective, soon, never a hang.
+"""Collectives on a cluster: every op (v2 and v1 forms) against numpy for group sizes 2 and 3 on
+the session's `local:3` cluster and 4 and 8 on eight zero-CPU tasks joining its Ray instance (a
+cluster task has one CPU device), every dtype, empty and odd-sized tensors, TensorFlow's recorded
+fixtures, a `dftool run --cluster`; and their failures: members that disagree (shape, dtype, group
+size), a member on an untaken branch, a collective's own timeout, a worker killed mid-step. Each
+failure is one clean error naming the collective (node, group, instance) soon, never a hang.
 
 One graph (one step) per group size holds many instances of the group; a step's instances run
 concurrently, told apart by their instance keys."""
@@ -193,13 +194,15 @@ def test_a_group_size_that_is_not_the_member_count_is_refused_before_the_step(cl
                                                r"device\(s\): \S+task:0\S+, \S+task:1\S+ \(node 'member0'\)", within=5)
 
 
-def test_a_member_that_is_pruned_away_is_refused(cluster3):
-    """Fetching member 0's output only: member 1 is not part of the step."""
+def test_fetching_one_member_runs_the_whole_instance(cluster3):
+    """Fetching member 0's output alone still runs member 1 (the step takes in every member of a
+    needed instance, with what it needs): the full result; and member 1's unfed input is a clean
+    error naming it, not a wait for a member that never comes."""
     case = _two()
     session = Session(cases_graph([case]), cluster=cluster3)
-    _fails(session, ["out0"], {"x0": np.ones(4, np.float32)},
-           r"^collective group 7 has group_size 2, but its members run on 1 device\(s\): \S+task:0\S+ "
-           r"\(node 'member0'\)", within=5)
+    feeds = {"x0": np.ones(4, np.float32), "x1": np.full(4, 2, np.float32)}
+    np.testing.assert_array_equal(session.run(["out0"], feeds, timeout=STEP_TIMEOUT).values[0], np.full(4, 3, np.float32))
+    _fails(session, ["out0"], {"x0": np.ones(4, np.float32)}, r"^missing feed for placeholder 'x1'", within=5)
 
 
 def test_a_member_on_an_untaken_branch_fails_the_step_not_hangs(cluster3):
