@@ -305,6 +305,7 @@ def run(step, loop: SequentialLoop, frame, entered: list) -> tuple[list, int, _P
     # Without streams or a numerics check kernels are called directly, as _compute would call them.
     compute = None if shortcuts else step._compute
     deadline, clock = step.deadline, time.monotonic
+    rendezvous = step.rendezvous   # (another device's failure stops the loop, as in step.py)
     iteration, failed = 0, None
     while True:
         for slot, value in zip(merge_slots, current):
@@ -330,6 +331,10 @@ def run(step, loop: SequentialLoop, frame, entered: list) -> tuple[list, int, _P
         if deadline is not None and clock() > deadline:
             failed = loop.loop_cond
             step._check_deadline()
+            break
+        if rendezvous is not None and rendezvous.error is not None:
+            failed = loop.loop_cond
+            step.error = rendezvous.error
             break
     step.last = (failed, frame, iteration) if failed is not None else step.last
     step.nodes_executed += (iteration + 1) * len(loop.item_ids)   # as the counting executor counts:

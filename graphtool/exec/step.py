@@ -146,6 +146,9 @@ class Step(FrameDelivery):
                      and self.streams is None)
         marks = self.marks
         tagged = self.last
+        # Another device's failure aborts the rendezvous; a device busy in a loop notices it at
+        # its next control-flow node instead of running the loop to its end.
+        rendezvous = self.rendezvous
         while ready:
             # The deadline is checked between any two nodes (a loop of cheap nodes, or one
             # heavy kernel after another, stops at once); a kernel already running finishes.
@@ -157,6 +160,10 @@ class Step(FrameDelivery):
             item, frame, it = tagged
             kind = item.kind
             if kind != NORMAL:
+                if rendezvous is not None and rendezvous.error is not None:
+                    self.last = tagged
+                    self.error = rendezvous.error
+                    break
                 if pass_inline and (kind >= ENTER or kind == LOOP_COND):   # as in _process
                     state = frame.iterations[it]
                     slots, base = state.inputs, item.input_base

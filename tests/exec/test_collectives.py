@@ -318,3 +318,19 @@ def test_ordering_tokens_only_order():
     feeds = {"x0": np.float32([1, 2, 3]), "x1": np.float32([10, 20, 30])}
     for got in Session(b.graph).run(["out0", "out1"], feeds, timeout=60).values:
         np.testing.assert_array_equal(got, [11, 22, 33])
+
+
+def test_a_failed_member_stops_a_peer_busy_in_a_loop():
+    """Member 1's input comes from a loop of 10^8 iterations; member 0 times out. The step ends
+    within seconds: the busy device notices the aborted rendezvous at its next loop iteration."""
+    b = GraphBuilder()
+    case = Case("reduce", cpus(2), shape=(), timeout_seconds=0.5)
+    with b.device(case.devices[1]):
+        _, spun = b.while_loop(lambda i, x: b.less(i, b.const(np.int32(10 ** 8))),
+                               lambda i, x: (b.add(i, b.const(np.int32(1))), b.add(x, b.const(np.float32(1)))),
+                               [b.const(np.int32(0)), b.const(np.float32(0))], parallel_iterations=1)
+    add_collective(b, case, [None, spun])
+    start = time.monotonic()
+    with pytest.raises(RuntimeFailure, match=r"timed out after 0.5 s"):
+        Session(b.graph).run(["out0", "out1"], {"x0": np.float32(1)}, timeout=120)
+    assert time.monotonic() - start < 15
