@@ -334,3 +334,12 @@ def test_a_failed_member_stops_a_peer_busy_in_a_loop():
     with pytest.raises(RuntimeFailure, match=r"timed out after 0.5 s"):
         Session(b.graph).run(["out0", "out1"], {"x0": np.float32(1)}, timeout=120)
     assert time.monotonic() - start < 15
+
+
+def test_a_member_asking_for_a_device_that_is_not_here_is_not_moved():
+    """Soft placement would put both GPU members on the CPU, one group short of a device: the
+    member's request is refused by name instead."""
+    case = Case("reduce", ("/device:CPU:0", "/device:GPU:3"), shape=(2,))
+    with pytest.raises(InvalidGraphError, match=r"node 'member1' \(CollectiveReduceV2\) requests device "
+                                                r"'/device:GPU:3', but"):
+        run_case(case)
