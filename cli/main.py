@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "run_cmd",
     "optimize_cmd",
     "grad_cmd",
+    "replicate_cmd",
     "prune_cmd",
     "place_cmd",
     "partition_cmd",

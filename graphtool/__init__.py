@@ -7,7 +7,7 @@
     probs = gt.run(g, {"x": x}, "probs")
     gt.optimize(g).save("mlp_opt.pb")
 
-The functions (load, save, run, optimize, place, partition, grad, profile) live in graphtool.api
+The functions (load, save, run, optimize, place, partition, grad, replicate, profile) live in graphtool.api
 (docs/python-api.md); they and the IR types are imported on first use, so that `import graphtool`
 costs nothing beyond this file.
 """
@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-_FUNCTIONS = ("load", "save", "run", "optimize", "place", "partition", "grad", "profile")
+_FUNCTIONS = ("load", "save", "run", "optimize", "place", "partition", "grad", "replicate", "profile")
 _TYPES = ("Graph", "Node", "TensorRef")
 __all__ = [*_FUNCTIONS, *_TYPES, "__version__"]
 
 if TYPE_CHECKING:
-    from .api import grad, load, optimize, partition, place, profile, run, save
+    from .api import grad, load, optimize, partition, place, profile, replicate, run, save
     from .ir import Graph, Node, TensorRef
 
 

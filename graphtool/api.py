@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from .errors import UsageError
 from .ir import Graph, TensorRef
 
-__all__ = ["load", "save", "run", "optimize", "place", "partition", "grad", "profile"]
+__all__ = ["load", "save", "run", "optimize", "place", "partition", "grad", "replicate", "profile"]
 
 PathLike = str | os.PathLike
 Feeds = Mapping[str, Any] | PathLike | None
@@ -238,3 +238,26 @@ def grad(graph: Graph, y: str | TensorRef, xs: Iterable[str | TensorRef] | None 
                          hint="name the tensors to differentiate with respect to")
     details = add_gradients(target, y_name, chosen, prefix)
     return _result(target, details, report)
+
+
+def replicate(graph: Graph, replicas: int, split: str | Iterable[str], *, devices: str | Sequence[str] | None = None,
+              mode: str = "allreduce", fuse_bytes: int | None = None, losses: Iterable[str] = (),
+              report: bool = False):
+    """A synchronous data-parallel copy of a training graph, as `dftool replicate`: `replicas`
+    copies on `devices` (default cpu:0..N-1), each fed 1/N of every `split` placeholder's batch,
+    the updates' gradients averaged by collective all-reduce (`mode="allreduce"`, fused into
+    buckets of at most `fuse_bytes`) or on a parameter server (`mode="ps"`). `graph` is left
+    unchanged. The report is a ReplicateReport (split inputs, replicated nodes, reduced values,
+    buckets)."""
+    from .replicate import DEFAULT_FUSE_BYTES, ReplicateOptions
+    from .replicate import replicate as make_replicas
+
+    source = graph.copy()
+    _lowered(source)
+    names = [split] if isinstance(split, str) else list(split)
+    chosen = devices if devices is None or isinstance(devices, str) else list(devices)
+    options = ReplicateOptions(replicas=replicas, split=names, devices=chosen, mode=mode,
+                               fuse_bytes=DEFAULT_FUSE_BYTES if fuse_bytes is None else fuse_bytes,
+                               losses=list(losses))
+    replicated, details = make_replicas(source, options)
+    return _result(replicated, details, report)

@@ -67,17 +67,31 @@ def pruned_copy(graph: Graph, keep: set[Node], fed: Iterable[Node] = ()) -> Grap
     copy = graph.copy()
     for node in fed:
         fed_copy = copy.node(node.name)
+        had_inputs = bool(fed_copy.inputs)
         fed_copy.clear_inputs()
         if fed_copy.op == "PlaceholderWithDefault":
             # Fed, its default is not needed: a Placeholder (the same dtype and shape attrs) is what
             # it now is, and the graph stays valid for placement and partitioning (TF Savers'
             # filename tensors are such nodes, pinned to a CPU).
             fed_copy.op = "Placeholder"
+        elif had_inputs and node.spec is not None:
+            _stand_in_for_fed(fed_copy, node)
     doomed = [copy.node(n.name) for n in graph.nodes if n not in keep]
     for node in doomed:
         node.clear_inputs()
     copy.remove_nodes(doomed)
     return copy
+
+
+def _stand_in_for_fed(fed_copy: Node, original: Node) -> None:
+    """Make `fed_copy` a _FedOutputs node with `original`'s name, device and output types."""
+    dtypes = original.spec.output_dtypes(original)
+    kept: dict[str, object] = {name: fed_copy.attrs[name] for name in ("_class", "_output_shapes")
+                               if name in fed_copy.attrs}
+    fed_copy.attrs.clear()
+    fed_copy.attrs.update(kept)
+    fed_copy.op = "_FedOutputs"
+    fed_copy.set_attr("dtypes", dtypes, kind="list(type)")
 
 
 # --- prune(): the command's model ---------------------------------------------------------------

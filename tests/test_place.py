@@ -153,12 +153,14 @@ def test_unsatisfiable_constraint_without_soft_placement_is_an_error():
     assert graph.node("logits").device == "/device:GPU:0", "a failed placement changes nothing"
 
 
-def test_op_without_any_kernel_is_an_error_naming_node_and_op():
+def test_op_without_any_kernel_is_an_error_naming_node_and_op(monkeypatch):
+    from graphtool.exec.kernels import registry as kernel_registry
+
+    for device_type in ("CPU", "GPU"):   # a registered op that no device has a kernel for
+        monkeypatch.delitem(kernel_registry._KERNELS, ("Softsign", device_type))
     graph = Graph()
-    graph.add_node("CollectiveReduce", "reduce", inputs=[const(graph, "c", [1.0]).output(0)],
-                   attrs={"T": dtypes.float32, "group_size": 1, "group_key": 1, "instance_key": 1,
-                          "merge_op": "Add", "final_op": "Id", "subdiv_offsets": [0]})
-    with pytest.raises(InvalidGraphError, match="node 'reduce': op CollectiveReduce has no kernel on any of "
+    graph.add_node("Softsign", "soft", inputs=[const(graph, "c", [1.0]).output(0)], attrs={"T": dtypes.float32})
+    with pytest.raises(InvalidGraphError, match="node 'soft': op Softsign has no kernel on any of "
                                                 "the devices cpu:0, gpu:0"):
         place(graph, ["cpu:0", "gpu:0"])
 

@@ -10,6 +10,7 @@ import pytest
 
 import graphtool as gt
 from graphtool.errors import InvalidGraphError, UsageError
+from graphtool.exec.session import Session
 from graphtool.grad.driver import GradReport
 from graphtool.ir import Graph
 from graphtool.opt.manager import OptimizeReport
@@ -232,3 +233,20 @@ def test_commands_write_what_the_api_returns(tmp_path, command, args, call):
     assert code == 0, err
     call(gt.load(SAMPLES / "mlp.pb")).save(tmp_path / "api.pb")
     assert (tmp_path / "cli.pb").read_bytes() == (tmp_path / "api.pb").read_bytes()
+
+
+def test_replicate_makes_a_data_parallel_copy_that_trains_like_the_original():
+    case = REPO_ROOT / "tests" / "fixtures" / "replicate" / "mlp64_adam_resource"
+    original = gt.load(case / "graph.pb")
+    before = len(original)
+    replicated, report = gt.replicate(original, 2, ["x", "labels"], report=True)
+    assert len(original) == before                      # the argument is left as it was
+    assert report.replicas == 2 and report.gradients_reduced > 0
+    assert {entry["input"] for entry in report.split} == {"x", "labels"}
+    feeds = dict(np.load(case / "feeds.npz"))
+    losses = []
+    for graph in (original, replicated):
+        session = Session(graph)
+        session.run([], {}, targets=["init"])
+        losses.append([session.run(["loss:0"], feeds, targets=["train"]).values[0] for _ in range(3)])
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-10)

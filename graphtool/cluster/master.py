@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import DftoolError, InvalidGraphError, RuntimeFailure, TaskLost, UsageError
 from ..exec.executor import StepStats
 from ..exec.multi_device import Moved, has_transfers, split_per_device
+from ..exec.rendezvous import describe_key
 from ..exec.step_errors import StepTimeout
 from ..exec.step_stats import StepStats as TracedStep  # what a traced step recorded (not the executor's tally)
 from ..exec.step_stats import perf_clock_id
@@ -434,7 +435,7 @@ class _StepWatch:
             return
         self.snapshots.append((sent, received, tuple(sorted(t for t, p in snapshot.items() if p))))
         if len(self.snapshots) >= 2 and self.snapshots[-1] == self.snapshots[-2]:
-            missing = [_describe(key) for p in snapshot.values() if p for key in p["waiting_keys"]]
+            missing = [describe_key(key, _short_device) for p in snapshot.values() if p for key in p["waiting_keys"]]
             shown = "; ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
             raise RuntimeFailure(f"the graph cannot finish on the cluster: no task sends {shown or 'what is awaited'}",
                                  hint="every _Recv needs a _Send with the same tensor_name, send_device "
@@ -475,7 +476,7 @@ class _StepWatch:
             if task is not None:
                 keys = [k for k in keys if task_of(k[0]) == task]
             for key in keys[:3]:
-                lines.append(f"{self.cluster._short(other)} was waiting for {_describe(key)}")
+                lines.append(f"{self.cluster._short(other)} was waiting for {describe_key(key, _short_device)}")
         return ("; " + "; ".join(lines[:3])) if lines else ""
 
     def _abort_all(self, error: BaseException) -> None:
@@ -567,9 +568,3 @@ def _short_device(name: str) -> str:
         return short_device_name(name)
     except DftoolError:
         return name
-
-
-def _describe(key: tuple) -> str:
-    send_device, recv_device, tensor_name, frame_iter = key
-    where = "".join(f" in frame '{frame}' iteration {it}" for frame, it in frame_iter)
-    return f"tensor '{tensor_name}' from {_short_device(send_device)} to {_short_device(recv_device)}{where}"

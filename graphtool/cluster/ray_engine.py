@@ -411,9 +411,14 @@ def _is_this_machine(address: str) -> bool:
 def _death_reason(exc: BaseException) -> str:
     text = first_line(exc)
     lowered = str(exc).lower()
-    if "node" in lowered and ("died" in lowered or "dead" in lowered or "removed" in lowered):
+    # Ray's text names the node (its id, its address) whatever died, so the process phrases are
+    # looked for first: "its worker process has died", "killed", "exited".
+    if any(phrase in lowered for phrase in ("process has died", "process died", "killed", "sigkill", "exited")):
+        return "its process died"
+    if any(phrase in lowered for phrase in ("node has died", "node died", "node is dead", "node was removed",
+                                            "node removed")):
         return "its Ray node died"
-    if "killed" in lowered or "sigkill" in lowered or "exited" in lowered or "died" in lowered:
+    if "died" in lowered or "dead" in lowered:
         return "its process died"
     return text
 

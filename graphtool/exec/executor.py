@@ -26,7 +26,7 @@ import numpy as np
 from . import sequential_loop, straight_line, transfer
 from .dead import DEAD
 from .host_memory import keep_freed_memory
-from .plan import RECV, SEND, Item, Plan
+from .plan import TALKING_KINDS, Item, Plan
 from .step import NumericsError, Step, StepStats
 from .step_errors import StepTimeout
 from .step_recorder import TracedStep
@@ -53,7 +53,7 @@ class Executor:
         self.last_stats = StepStats()   # the latest step's (concurrent steps: use run_step)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
-        self._has_transfers = any(item.kind in (SEND, RECV) for item in plan.items)
+        self._has_transfers = any(item.kind in TALKING_KINDS for item in plan.items)
         # Loop-free plans run as a straight line: its order, and a slot layout per set of fetches.
         self._straight_order = straight_line.static_order(plan) if straight_line.applies(plan) else None
         self._schedules: dict[tuple, straight_line.Schedule] = {}

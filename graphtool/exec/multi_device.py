@@ -26,11 +26,13 @@ from dataclasses import dataclass
 
 from ..errors import DeviceUnavailable, DftoolError, InvalidGraphError, UsageError
 from ..ir import Graph, Node, TensorRef
+from ..partition.collectives import instance_members, is_collective
 from ..placement.device_names import DEFAULT_JOB, canonical_device_name, matches, parse_device_name, short_device_name
 from .device_factory import create_device
 from .devices import CPUDevice, Device, FakeGPUDevice
 from .executor import Executor, StepStats
 from .plan import compile_plan
+from .collective.spec import resolve_if_needed
 from .rendezvous import Rendezvous
 
 SEND_OPS = frozenset({"_Send", "_HostSend"})
@@ -80,18 +82,27 @@ def _transfer_id(node: Node) -> tuple:
 
 def with_peer_sends(graph: Graph, needed: set[Node], fed: set[Node]) -> set[Node]:
     """`needed` (from prune.needed_nodes) closed over the rendezvous: a needed `_Recv` needs the
-    `_Send` it receives from, and everything that `_Send` needs, on whichever device."""
+    `_Send` it receives from, and a needed collective every other member of its instance, with
+    everything those need, on whichever device."""
     from ..prune import needed_nodes
 
     sends = transfer_peers(graph)
-    if not sends:
+    members = instance_members(graph) if any(is_collective(n) for n in needed) else {}
+    if not sends and not members:
         return needed
-    result, frontier = set(needed), [n for n in needed if n.op in RECV_OPS]
+    instance_of = {node: nodes for nodes in members.values() for node in nodes}
+
+    def peers(node: Node) -> list[Node]:
+        if node.op in RECV_OPS:
+            return list(sends.get(_transfer_id(node), ()))
+        return instance_of.get(node, [])
+
+    result, frontier = set(needed), [n for n in needed if n.op in RECV_OPS or n in instance_of]
     while frontier:
-        peers = [s for recv in frontier for s in sends.get(_transfer_id(recv), ()) if s not in result]
-        added = needed_nodes(graph, peers, fed) - result
+        wanted = [p for node in frontier for p in peers(node) if p not in result]
+        added = needed_nodes(graph, wanted, fed) - result
         result |= added
-        frontier = [n for n in added if n.op in RECV_OPS]
+        frontier = [n for n in added if n.op in RECV_OPS or n in instance_of]
     return result
 
 
@@ -333,6 +344,7 @@ def compile_multi_device(session, pruned: Graph, fed_nodes: set[Node], fetch_ref
     gpu_double = isinstance(session.device, FakeGPUDevice)
     # A graph holding _Send/_Recv is partitioned already (a pruned piece of it may hold none).
     moves = [] if has_transfers(session.graph) else place_and_partition(pruned, session.device, gpu_double)
+    resolve_if_needed(pruned, session.device.name)   # (a graph partitioned elsewhere)
     fed_names = {node.name for node in fed_nodes}
     target_names = {node.name for node in target_nodes}
     parts, item_of, moved = [], {}, {}

@@ -14,6 +14,9 @@ import numpy as np
 from ..errors import InvalidGraphError, RuntimeFailure, UsageError
 from ..ir import Graph, Node
 from . import kernels, output_bound
+from ..partition.collectives import COLLECTIVE_OPS
+from .collective.spec import bind as bind_collective
+from .collective.spec import resolve_if_needed
 from .dead import DEAD
 from .kernels import KernelContext
 
@@ -24,15 +27,21 @@ if TYPE_CHECKING:   # devices.py asks this module which ops run without a kernel
 # move values between frames or iterations; the others deliver within their own iteration.
 # SEND/RECV are the transfer nodes of a partitioned graph (they meet in a Rendezvous). ASYNC items
 # run an asynchronous kernel (registry.py): started by the scheduling loop, finished by a callback.
-NORMAL, MERGE, SWITCH, LOOP_COND, CONTROL_TRIGGER, FED, SEND, RECV, ASYNC, ENTER, EXIT, NEXT_ITERATION = range(12)
+# COLLECTIVE items are members of a collective (exec/collective/): they talk to their peers
+# through the rendezvous, as transfers do, and finish like a RECV.
+(NORMAL, MERGE, SWITCH, LOOP_COND, CONTROL_TRIGGER, FED, SEND, RECV, ASYNC, COLLECTIVE,
+ ENTER, EXIT, NEXT_ITERATION) = range(13)
 # Kinds that finish later, through the step's completion queue, without holding a thread.
-WAITING_KINDS = (RECV, ASYNC)
+WAITING_KINDS = (RECV, ASYNC, COLLECTIVE)
+# Kinds that need the step's rendezvous.
+TALKING_KINDS = (SEND, RECV, COLLECTIVE)
 _KIND_OF_OP = {
     "Merge": MERGE, "RefMerge": MERGE, "Switch": SWITCH, "RefSwitch": SWITCH,
     "Enter": ENTER, "RefEnter": ENTER, "Exit": EXIT, "RefExit": EXIT,
     "NextIteration": NEXT_ITERATION, "RefNextIteration": NEXT_ITERATION,
     "LoopCond": LOOP_COND, "ControlTrigger": CONTROL_TRIGGER,
     "_Send": SEND, "_HostSend": SEND, "_Recv": RECV, "_HostRecv": RECV,
+    **{op: COLLECTIVE for op in COLLECTIVE_OPS},
 }
 
 
@@ -64,7 +73,7 @@ def call_kernel(item: "Item", inputs) -> tuple:
 
 
 def runs_without_kernel(op: str) -> bool:
-    """Control-flow and transfer ops are run by the executor itself, not by kernels."""
+    """Control-flow, transfer and collective ops are run by the executor itself, not by kernels."""
     return op in _KIND_OF_OP
 
 
@@ -107,6 +116,8 @@ class Item:
     value_indices: tuple = ()
     # _Send/_Recv only: (send_device, recv_device, tensor_name), the static part of the key.
     transfer_key: tuple = ()
+    # COLLECTIVE only: its group, rank and op (a collective.spec.CollectiveSpec).
+    collective: Any = None
 
     @property
     def name(self) -> str:
@@ -157,6 +168,8 @@ def compile_plan(graph: Graph, device: Device, fed_nodes: Set[str] = frozenset()
         templates[name].parent = templates[frame.parent.name] if frame.parent is not None else None
         templates[name].parallel_iterations = max(1, frame.parallel_iterations)
 
+    if any(node.op in COLLECTIVE_OPS for node in graph.nodes):
+        resolve_if_needed(graph, device.name)
     items: list[Item] = []
     item_of: dict[str, Item] = {}
     for node in graph.topological_order():
@@ -184,6 +197,8 @@ def compile_plan(graph: Graph, device: Device, fed_nodes: Set[str] = frozenset()
             _bind_kernel(item, device)
         elif kind in (SEND, RECV):
             item.transfer_key = (node.attr("send_device"), node.attr("recv_device"), node.attr("tensor_name"))
+        elif kind == COLLECTIVE:
+            item.collective = bind_collective(graph, node, device.name)
 
     for item in items:
         if item.kind == FED:

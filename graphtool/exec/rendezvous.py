@@ -37,11 +37,15 @@ def make_key(send_device: str, recv_device: str, tensor_name: str, frame_iter: t
     return (send_device, recv_device, tensor_name, tuple(frame_iter))
 
 
-def describe_key(key: tuple) -> str:
-    """'x:0' from CPU:0 to CPU:1 (in loop/while iteration 3), for error messages."""
+def describe_key(key: tuple, short: Callable[[str], str] | None = None) -> str:
+    """'x:0' from CPU:0 to CPU:1 (in loop/while iteration 3), for error messages; `short`
+    spells the device names (default: the part after /device:)."""
+    short = short or _short
     send_device, recv_device, tensor_name, frame_iter = key
     where = "".join(f" in frame '{frame}' iteration {it}" for frame, it in frame_iter)
-    return f"tensor '{tensor_name}' from {_short(send_device)} to {_short(recv_device)}{where}"
+    # A collective's pieces are named for people already ("collective group 1 instance 3 (...)").
+    what = tensor_name if tensor_name.startswith("collective ") else f"tensor '{tensor_name}'"
+    return f"{what} from {short(send_device)} to {short(recv_device)}{where}"
 
 
 def _short(device: str) -> str:

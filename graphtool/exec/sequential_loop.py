@@ -35,7 +35,7 @@ from operator import itemgetter
 
 from ..errors import RuntimeFailure
 from .plan import (ASYNC, CONTROL_TRIGGER, ENTER, EXIT, FED, FIXED, FORWARDS, LOOP_COND, MERGE, NEXT_ITERATION,
-                   RECV, SEND, SWITCH, FrameTemplate, Item, Plan, call_kernel)
+                   RECV, SEND, SWITCH, COLLECTIVE, FrameTemplate, Item, Plan, call_kernel)
 
 # Which part of an iteration a node belongs to.
 _COND, _BODY, _FALSE = 0, 1, 2
@@ -167,7 +167,7 @@ def analyse(plan: Plan, template: FrameTemplate, enters: list[Item]) -> "Sequent
         return f"{len(loop_conds)} LoopCond nodes"
     loop_cond = loop_conds[0]
     for item in template.items:
-        if item.kind in (ENTER, SEND, RECV, ASYNC, FED, CONTROL_TRIGGER):
+        if item.kind in (ENTER, SEND, RECV, ASYNC, COLLECTIVE, FED, CONTROL_TRIGGER):
             return f"node '{item.name}' ({item.node.op}) in the loop"
     enter_of, next_of = {}, {}
     for item in template.items:
@@ -305,6 +305,7 @@ def run(step, loop: SequentialLoop, frame, entered: list) -> tuple[list, int, _P
     # Without streams or a numerics check kernels are called directly, as _compute would call them.
     compute = None if shortcuts else step._compute
     deadline, clock = step.deadline, time.monotonic
+    rendezvous = step.rendezvous   # (another device's failure stops the loop, as in step.py)
     iteration, failed = 0, None
     while True:
         for slot, value in zip(merge_slots, current):
@@ -330,6 +331,10 @@ def run(step, loop: SequentialLoop, frame, entered: list) -> tuple[list, int, _P
         if deadline is not None and clock() > deadline:
             failed = loop.loop_cond
             step._check_deadline()
+            break
+        if rendezvous is not None and rendezvous.error is not None:
+            failed = loop.loop_cond
+            step.error = rendezvous.error
             break
     step.last = (failed, frame, iteration) if failed is not None else step.last
     step.nodes_executed += (iteration + 1) * len(loop.item_ids)   # as the counting executor counts:

@@ -14,9 +14,10 @@ import numpy as np
 
 from ..errors import CancelledError, OutOfRangeError, RuntimeFailure
 from . import step_errors, straight_line, thread_budget, transfer
+from .collective.run import start as start_collective
 from .dead import DEAD
 from .frames import FETCHED, RAN, TARGET, FrameDelivery, FrameState
-from .plan import (ASYNC, BIG_INPUT, ENTER, EXIT, FED, FORWARDS, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH,
+from .plan import (ASYNC, BIG_INPUT, COLLECTIVE, ENTER, EXIT, FED, FORWARDS, LOOP_COND, MERGE, NORMAL, RECV, SEND, SWITCH,
                    Item, call_kernel)
 from .resources import step_scope
 from .step_errors import StepTimeout
@@ -145,6 +146,9 @@ class Step(FrameDelivery):
                      and self.streams is None)
         marks = self.marks
         tagged = self.last
+        # Another device's failure aborts the rendezvous; a device busy in a loop notices it at
+        # its next control-flow node instead of running the loop to its end.
+        rendezvous = self.rendezvous
         while ready:
             # The deadline is checked between any two nodes (a loop of cheap nodes, or one
             # heavy kernel after another, stops at once); a kernel already running finishes.
@@ -156,6 +160,10 @@ class Step(FrameDelivery):
             item, frame, it = tagged
             kind = item.kind
             if kind != NORMAL:
+                if rendezvous is not None and rendezvous.error is not None:
+                    self.last = tagged
+                    self.error = rendezvous.error
+                    break
                 if pass_inline and (kind >= ENTER or kind == LOOP_COND):   # as in _process
                     state = frame.iterations[it]
                     slots, base = state.inputs, item.input_base
@@ -262,6 +270,11 @@ class Step(FrameDelivery):
                 break
             except queue.Empty:
                 self._check_deadline()
+                if self.rendezvous is not None and self.error is None:
+                    # A collective member registers its next receive from a peer's thread, after
+                    # this loop last said it was idle: say it again, so the rendezvous can still
+                    # tell that nobody will ever send.
+                    self.rendezvous.idle(self.participant, self.in_flight)
         self.in_flight -= 1
         self.running.pop(id(tagged), None)
         if error is not None:
@@ -269,7 +282,12 @@ class Step(FrameDelivery):
                 self.error = error
             return
         if self.error is None:
-            self._finish(tagged, outputs, tagged[0].kind == RECV and transfer.recv_control_dead(tagged))
+            kind = tagged[0].kind
+            if kind == RECV:
+                is_dead = transfer.recv_control_dead(tagged)
+            else:   # a collective whose members were all dead finishes dead, as a kernel on dead inputs
+                is_dead = kind == COLLECTIVE and outputs is tagged[0].dead_outputs
+            self._finish(tagged, outputs, is_dead)
 
     def _check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline and self.error is None:
@@ -393,6 +411,9 @@ class Step(FrameDelivery):
                     return
         elif kind == SEND or kind == RECV:  # transfer nodes run even when their inputs are dead
             transfer.run_transfer(self, tagged, inputs, is_dead)
+            return
+        elif kind == COLLECTIVE:   # so do collectives: their peers must learn of it (collective/)
+            start_collective(self, tagged, inputs, is_dead)
             return
         elif kind == ASYNC:
             if is_dead:

@@ -31,7 +31,7 @@ _V2_ATTRS = [*_TUNING_ATTRS, "is_stateless: bool = false", "Nordering_token: int
 
 
 def _declared_shape(ctx: InferenceContext) -> Shape:
-    # v1 broadcasts and gathers take their output shape from the attr (TensorFlow does not check
+    # v1 broadcasts take their output shape from the attr (TensorFlow does not check
     # the input against it; the executor does).
     return ctx.attr("shape")
 
@@ -48,6 +48,16 @@ def _gathered(ctx: InferenceContext) -> Shape:
         return shape
     size, first = _group_size(ctx), shape.dims[0]
     return Shape([first * size if size is not None and first is not None else None, *shape.dims[1:]])
+
+
+def _gathered_v1(ctx: InferenceContext) -> Shape:
+    """The input's shape with dim 0 multiplied by the group_size attr (TensorFlow's graphs carry
+    a rank-1 placeholder in the `shape` attr, so it is not used)."""
+    shape = ctx.with_rank_at_least(0, 1)
+    if not has_rank(shape):
+        return shape
+    first = shape.dims[0]
+    return Shape([first * ctx.attr("group_size") if first is not None else None, *shape.dims[1:]])
 
 
 def _scattered(ctx: InferenceContext) -> Shape:
@@ -77,7 +87,7 @@ register("CollectiveReduce", inputs=["input: T"], outputs=["data: T"],
          shape=unchanged, stateful=True, is_async=True)
 register("CollectiveGather", inputs=["input: T"], outputs=["data: T"],
          attrs=[_GATHER_TYPES, *_GROUP_ATTRS, "shape: shape", *_TUNING_ATTRS],
-         shape=_declared_shape, stateful=True, is_async=True)
+         shape=_gathered_v1, stateful=True, is_async=True)
 register("CollectiveBcastSend", inputs=["input: T"], outputs=["data: T"],
          attrs=[_BCAST_TYPES, *_GROUP_ATTRS, "shape: shape", *_TUNING_ATTRS],
          shape=_declared_shape, stateful=True, is_async=True)

@@ -92,3 +92,18 @@ register("_Arg", outputs=["output: T"], attrs=["T: type", "index: int >= 0"],
          shape=_arg_shape, stateful=True)
 register("_Retval", inputs=["input: T"], attrs=["T: type", "index: int >= 0"],
          shape=no_outputs, stateful=True)
+
+
+def _fed_output_shapes(ctx: InferenceContext) -> list[Shape]:
+    declared = ctx.node.attr("_output_shapes", None)
+    if declared and len(declared) == ctx.num_outputs:
+        return [Shape.of(shape) for shape in declared]
+    return [Shape.unknown()] * ctx.num_outputs
+
+
+# What a run's pruned copy makes of a fed node that has inputs (a Saver's RestoreV2 whose outputs
+# are fed, an intermediate tensor fed to skip its producer): the caller supplies every value, so
+# the node keeps its name, device and output types and loses its inputs, staying a valid node
+# for placement and partitioning (prune.pruned_copy).
+register("_FedOutputs", outputs=["output: dtypes"], attrs=["dtypes: list(type) >= 1"],
+         shape=_fed_output_shapes, stateful=True)

@@ -24,6 +24,7 @@ from ..errors import DftoolError, InvalidGraphError
 from ..ir import Graph, from_graphdef, to_graphdef
 from ..proto.graph_pb2 import GraphDef
 from ..shape_inference import ShapeResult, infer_shapes
+from .collectives import resolve_collective_groups
 from .compress import COMPRESSED_DTYPES, Compressor, compressed_dtype
 from .control_flow import LoopSkeletons
 from .devices import canonical_device_of, canonicalize_devices, device_labels
@@ -99,6 +100,7 @@ def partition(graph: Graph, *, compress: str = "none", compress_across_tasks_onl
     compressed_dtype(compress)  # a bad mode fails before anything changes
     graph.verify()
     devices = canonicalize_devices(graph)
+    resolve_collective_groups(graph)   # members learn their peers while the whole graph is here
     labels = device_labels(devices)
     data, control = crossing_edges(graph)
     if not data and not control:

@@ -26,7 +26,7 @@ from .device_names import DeviceName, canonical_device_name, matches, parse_devi
 PLACEABLE_TYPES = ("CPU", "GPU")
 LOCAL = DeviceName(job="localhost", replica=0, task=0)
 # Ops the session feeds, reads or routes itself: they need no kernel on any device.
-_RUN_ANYWHERE_OPS = frozenset({"Placeholder", "PlaceholderV2", "_Arg", "_Retval",
+_RUN_ANYWHERE_OPS = frozenset({"Placeholder", "PlaceholderV2", "_Arg", "_Retval", "_FedOutputs",
                                "_Send", "_Recv", "_HostSend", "_HostRecv"})
 _FIELDS = ("job", "replica", "task", "type", "index")
 _SOFT_HINT = "soft placement (the default; drop --no-soft-placement) would pick another device"
@@ -115,16 +115,28 @@ def resolve_group(group: ColocationGroup, devices: list[str], soft: bool) -> Gro
     why = {m: _why_not_honoured(m, spec, group, requests, devices, capable) for m, spec in requests.items()}
     if matching:
         return GroupConstraint(matching, bool(requests), why)
-    if not soft:
+    # A collective member's device is its place in its group: moved, the group would lose a
+    # member (or gain two on one device), so soft placement does not move it.
+    pinned = [m for m in requests if _is_collective(m)]
+    if not soft or pinned:
         unsatisfied = [m for m, spec in requests.items() if not any(matches(spec, d) for d in capable)]
-        member = unsatisfied[0] if unsatisfied else next(iter(requests))
+        member = (pinned or unsatisfied or list(requests))[0]
         raise InvalidGraphError(f"node '{member.name}' ({member.op}) requests device '{member.device}', but "
-                                f"{why[member]}", hint=_SOFT_HINT)
+                                f"{why[member]}",
+                                hint="a collective's device is its rank in its group, so it is never moved"
+                                if pinned else _SOFT_HINT)
     for relaxed in (replace(merged, index=None), DeviceName()):
         matching = [d for d in capable if matches(relaxed, d)]
         if matching:
             return GroupConstraint(matching, bool(requests), why)
     raise AssertionError("capable devices exist, so the empty spec matches one")  # pragma: no cover
+
+
+def _is_collective(node: Node) -> bool:
+    from ..ops import registry
+
+    spec = registry.lookup(node.op)
+    return spec is not None and spec.family == "collective"
 
 
 def _merge(requests: dict[Node, DeviceName]):

@@ -6,6 +6,7 @@ import time
 import numpy as np
 import pytest
 
+from graphtool.builder import GraphBuilder
 from graphtool.errors import DeviceUnavailable, InvalidGraphError, RuntimeFailure
 from graphtool.exec import devices as devices_module
 from graphtool.exec.multi_device import MultiDeviceExecutor
@@ -235,3 +236,22 @@ def test_a_fed_placeholder_with_default_pinned_to_a_device_runs_across_devices()
     session = Session(graph, device=SimulatedGPUDevice(strict=True))
     assert session.run(["y:0"], {"p:0": np.float32(7.0)}).values[0] == 7.0
     assert session.run(["y:0"]).values[0] == 1.0
+
+
+def test_fed_outputs_of_a_node_with_inputs_run_on_several_devices():
+    """Feeding a node that has inputs (a Saver's RestoreV2, here an Unpack) in a multi-device run:
+    its inputs are not needed, and the pruned graph stays valid for placement and partitioning."""
+    b = GraphBuilder()
+    with b.device("/device:CPU:0"):
+        x = b.placeholder("float32", [2, 3], name="x")
+        parts = b.op("Unpack", [b.op("Neg", [x])], num=2, axis=0, name="parts")
+        single = b.op("Square", [x], name="single")
+    with b.device("/device:CPU:1"):
+        b.op("AddV2", [parts[0], parts[1]], name="total")
+        b.op("Identity", [single], name="copy")
+    session = Session(b.graph)
+    fed = {"parts:0": np.float32([1, 2, 3]), "parts:1": np.float32([10, 20, 30]), "single:0": np.ones((2, 3), np.float32)}
+    result = session.run(["total", "copy"], fed, timeout=60)
+    np.testing.assert_array_equal(result.values[0], [11, 22, 33])
+    np.testing.assert_array_equal(result.values[1], np.ones((2, 3)))
+    assert len(result.devices) == 2
