@@ -50,9 +50,13 @@ NO_GRADIENT: dict[str, str] = {
     "_Arg": "function-call plumbing: graphs with functions are not differentiated",
     "_Recv": "inserted by `dftool partition`, after differentiation",
     "_HostRecv": "inserted by `dftool partition`, after differentiation",
-    "CollectiveReduce": "collectives are not differentiated",
-    "CollectiveBcastSend": "collectives are not differentiated",
-    "CollectiveBcastRecv": "collectives are not differentiated",
+    # TensorFlow registers no gradient for its collectives either; replicate averages gradients
+    # with them, after differentiation.
+    **{op: "collectives are not differentiated (TensorFlow registers no gradient for them)" for op in (
+        "CollectiveReduce", "CollectiveGather", "CollectiveBcastSend", "CollectiveBcastRecv", "CollectiveReduceV2",
+        "CollectiveReduceScatterV2", "CollectiveGatherV2", "CollectiveAllToAllV2", "CollectiveBcastSendV2",
+        "CollectiveBcastRecvV2")},
+    "_FedOutputs": "stands in for fed values in a run's pruned copy, which is never differentiated",
     **{op: "TensorFlow registers no gradient for it" for op in (
         "ResizeArea", "AdjustContrastv2", "AdjustSaturation", "AdjustHue", "HSVToRGB")},
     **{op: "second derivative of an image op: TensorFlow has none either" for op in (

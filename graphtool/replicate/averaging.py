@@ -74,9 +74,9 @@ def allreduce(cloner: ReplicaCloner, structure: TrainingStructure, fuse_bytes: i
         for index, bucket in enumerate(buckets):
             where = f"{scope}/bucket_{index}"
             instance = emit.const(f"{where}/instance_key", instance_base + 1 + index, int32, device=device)
-            inputs = [cloner.tensor(member.key, replica) for member in bucket.members]   # type: ignore[arg-type]
+            inputs = [cloner.tensor(member.key, replica) for member in bucket.members]
             if not bucket.fused:
-                reduced[bucket.members[0].key] = _reduce(emit, where, inputs[0], bucket, size, group, instance, device)  # type: ignore[index]
+                reduced[bucket.members[0].key] = _reduce(emit, where, inputs[0], bucket, size, group, instance, device)
                 continue
             flat_shape = emit.const(f"{where}/flat_shape", [-1], int32, device=device)
             flats = [emit.node("Reshape", f"{where}/flatten", [tensor, flat_shape], device=device,
@@ -90,7 +90,7 @@ def allreduce(cloner: ReplicaCloner, structure: TrainingStructure, fuse_bytes: i
                               attrs={"num_split": len(inputs), "T": bucket.dtype, "Tlen": int64})
             for j, member in enumerate(bucket.members):
                 shape = emit.const(f"{where}/shape_{j}", np.asarray(member.shape, np.int64), int64, device=device)
-                reduced[member.key] = emit.node("Reshape", f"{where}/unflatten", [parts.output(j), shape],  # type: ignore[index]
+                reduced[member.key] = emit.node("Reshape", f"{where}/unflatten", [parts.output(j), shape],
                                                 device=device, attrs={"T": bucket.dtype, "Tshape": int64}).output(0)
         for update in structure.updates:
             for slot in update.averaged:

@@ -7,12 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..dtypes import DType
+from ..ir import TensorRef
 
 
 @dataclass
 class Reduced:
     """One tensor to average: its dtype, static shape (None when unknown) and size in bytes."""
-    key: object
+    key: TensorRef
     dtype: DType
     shape: tuple[int, ...] | None
 
