@@ -114,7 +114,8 @@ def execution_options(func):
     """The feed/fetch/device options of `run`, shared with `profile`: --feed, --feeds, --fetch,
     --device, --threads, --timeout."""
     options = [
-        click.option("--feed", "feed_pairs", multiple=True, metavar="NAME=FILE.npy", help="Feed one tensor."),
+        click.option("--feed", "feed_pairs", multiple=True, metavar="NAME=FILE.npy|VALUE",
+                     help="Feed one tensor from an .npy file, or inline: n=60, x=[1,2,3], flag=true."),
         click.option("--feeds", "feeds_file", metavar="FILE.npz", help="Feed the tensors named by an .npz's keys."),
         click.option("--cast-feeds", is_flag=True,
                      help="Convert fed arrays to the dtype the graph expects where numpy's same-kind "

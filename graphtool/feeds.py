@@ -217,21 +217,94 @@ def _walk_npz(path: str, what: str, keys, expect, decode: bool, cast: bool = Fal
 
 def collect_feeds(feed_pairs: tuple[str, ...] | list[str], feeds_file: str | None,
                   expect: Expectation | None = None, cast: bool = False) -> dict[str, np.ndarray]:
-    """--feeds FILE.npz first, then each --feed NAME=FILE.npy (later ones win); `expect(name)`
-    gives what the graph expects of a feed, checked against each header before decoding; `cast`
-    (--cast-feeds) converts what dtype_fits allows only with it."""
+    """--feeds FILE.npz first, then each --feed NAME=FILE.npy or NAME=VALUE (later ones win);
+    `expect(name)` gives what the graph expects of a feed, checked against each header before
+    decoding; `cast` (--cast-feeds) converts what dtype_fits allows only with it."""
     feeds: dict[str, np.ndarray] = {}
     if feeds_file:
         feeds.update(read_npz(feeds_file, "--feeds", expect=expect, cast=cast))
     for pair in feed_pairs:
         name, sep, path = pair.partition("=")
         if not sep or not name or not path:
-            raise UsageError(f"--feed '{pair}': expected NAME=FILE.npy")
+            raise UsageError(f"--feed '{pair}': expected NAME=FILE.npy or NAME=VALUE")
         what = f"--feed {name}"
+        expected = expect(name) if expect else None
+        if _is_inline(path):
+            feeds[name] = inline_value(path, what, expected, name)
+            continue
         if _kind(path, what) == "npz":
             raise UsageError(f"--feed {name}: '{path}' is an .npz archive; use --feeds for archives")
-        feeds[name] = read_npy(path, what, expect(name) if expect else None, name, cast)
+        feeds[name] = read_npy(path, what, expected, name, cast)
     return feeds
+
+
+def _is_inline(text: str) -> bool:
+    """A value written on the command line (`60`, `-1.5`, `[1,2,3]`, `true`, `"text"`), not a
+    file name: an existing file always wins, and names ending in .npy/.npz are files."""
+    import os
+
+    if text.endswith((".npy", ".npz")) or os.path.exists(text):
+        return False
+    stripped = text.strip()
+    return bool(stripped) and (stripped[0] in "[-+.\"0123456789" or stripped.lower() in ("true", "false",
+                                                                                        "nan", "inf", "-inf"))
+
+
+def inline_value(text: str, what: str, expected=None, feed: str | None = None) -> np.ndarray:
+    """An inline --feed value as an array of the expected dtype (JSON numbers, booleans, strings
+    and nested lists; nan and inf too). Integers fill float inputs; a fraction for an integer
+    input, ragged lists and values the dtype cannot hold are usage errors naming the feed."""
+    import json
+
+    where = f"{what} '{text}'"
+    try:
+        value = json.loads(text.replace("True", "true").replace("False", "false"),
+                           parse_constant=lambda word: float(word))   # NaN, Infinity, -Infinity
+    except RecursionError:
+        raise UsageError(f"{what}: the value is nested too deeply") from None
+    except ValueError:
+        lowered = text.strip().lower()
+        if lowered not in ("nan", "inf", "-inf"):
+            raise UsageError(f"{where}: neither a file nor a value (a number, true/false, \"text\" or a "
+                             f"[list] of them)") from None
+        value = float(lowered)
+    want = expected[0].base if expected is not None and expected[0] is not None else None
+    try:
+        if want is not None and want.numpy is not None and want is not dtypes.string:
+            array = np.asarray(value)
+            if array.dtype.kind == "f" and want.is_integer:
+                raise UsageError(f"{where}: has fractions, but feed '{feed}' is {want.name}")
+            if (array.dtype.kind == "b") != want.is_bool:
+                raise UsageError(f"{where}: feed '{feed}' is {want.name}; write "
+                                 + ("true or false" if want.is_bool else "numbers"))
+            converted = np.asarray(value, dtype=want.numpy)
+            if array.dtype.kind in "iu" and not np.array_equal(converted.astype(array.dtype), array):
+                raise UsageError(f"{where}: does not fit {want.name}")
+            array = converted
+        elif want is dtypes.string:
+            array = np.asarray(value, dtype=object)
+            if any(not isinstance(v, str) for v in array.reshape(-1)):
+                raise UsageError(f"{where}: feed '{feed}' is a string; write \"text\"")
+            array = np.asarray([v.encode() for v in array.reshape(-1)], dtype=object).reshape(array.shape)
+        else:   # nothing known: TensorFlow's defaults for Python values
+            array = np.asarray(value)
+            if array.dtype == np.float64:
+                array = array.astype(np.float32)
+            elif array.dtype == np.int64:
+                array = array.astype(np.int32)
+    except UsageError:
+        raise
+    except OverflowError:
+        raise UsageError(f"{where}: does not fit {want.name if want is not None else 'its dtype'}") from None
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{where}: not an array ({' '.join(str(exc).split())})") from None
+    if array.dtype.kind in "OSU" and want is not dtypes.string:
+        raise UsageError(f"{where}: holds text; feed '{feed}' is numeric" if want is not None
+                         else f"{where}: holds text")
+    if expected is not None and expected[1] is not None and \
+            not Shape.of(expected[1]).is_compatible_with(Shape(array.shape)):
+        raise UsageError(f"feed '{feed}': shape {list(array.shape)} does not fit {Shape.of(expected[1])} ({where})")
+    return array
 
 
 def placeholder_expectation(resolve: Callable) -> Expectation:

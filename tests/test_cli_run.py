@@ -146,3 +146,51 @@ def test_every_fixture_through_the_command_line(case, spec, capsys):
     for fetch in spec["fetches"]:
         args += ["--fetch", fetch]
     assert main(args) == 0, capsys.readouterr().err
+
+
+def test_inline_feed_values(tmp_path):
+    """--feed NAME=VALUE: numbers, booleans, strings and nested lists, in the input's dtype."""
+    out = tmp_path / "out.npz"
+    code, _, err = run_dftool("run", SAMPLES / "cond.pb", "--feed", "p=true", "--feed", "x=[[1,2,3,4],[-1,0,5,2]]",
+                              "--fetch", "y", "--output", out)
+    assert code == 0, err
+    inline = np.load(out)["y"]
+    np.save(tmp_path / "x.npy", np.float32([[1, 2, 3, 4], [-1, 0, 5, 2]]))
+    code, _, err = run_dftool("run", SAMPLES / "cond.pb", "--feed", "p=true", "--feed", f"x={tmp_path / 'x.npy'}",
+                              "--fetch", "y", "--output", out)
+    assert code == 0, err
+    np.testing.assert_array_equal(inline, np.load(out)["y"])
+    assert inline.dtype == np.float32
+
+    b = GraphBuilder()
+    n = b.placeholder(dtypes.int32, [], name="n")
+    s = b.placeholder(dtypes.string, [2], name="s")
+    b.op("Identity", [b.mul(n, 2)], name="twice")
+    b.op("StringJoin", [[s, s]], separator="-", name="joined")
+    graph = tmp_path / "g.pb"
+    graph.write_bytes(b.to_graphdef().SerializeToString())
+    code, _, err = run_dftool("run", graph, "--feed", "n=60", "--feed", 's=["ab","c"]', "--output", out)
+    assert code == 0, err
+    values = np.load(out, allow_pickle=True)
+    assert int(values["twice"]) == 120
+    assert [bytes(v) for v in values["joined"]] == [b"ab-ab", b"c-c"]
+
+
+@pytest.mark.parametrize("feed, message", [
+    ("n=1.5", "--feed n '1.5': has fractions, but feed 'n' is int32"),
+    ("n=true", "--feed n 'true': feed 'n' is int32; write numbers"),
+    ("n=[1,2]", "feed 'n': shape [2] does not fit [] (--feed n '[1,2]')"),
+    ("n=[1,[2]]", "--feed n '[1,[2]]': not an array"),
+    ("n=99999999999", "--feed n '99999999999': does not fit int32"),
+    ("n=12abc", "--feed n '12abc': neither a file nor a value"),
+    ('n="x"', "--feed n '\"x\"': not an array"),
+    ("n=" + "[" * 30_000 + "]" * 30_000, "--feed n: the value is nested too deeply"),
+])
+def test_bad_inline_feed_values_are_one_line_usage_errors(tmp_path, feed, message):
+    b = GraphBuilder()
+    b.op("Identity", [b.placeholder(dtypes.int32, [], name="n")], name="out")
+    graph = tmp_path / "g.pb"
+    graph.write_bytes(b.to_graphdef().SerializeToString())
+    code, _, err = run_dftool("run", graph, "--feed", feed)
+    assert code == 2
+    assert message in error_line(err)
