@@ -9,6 +9,8 @@ UsageError (exit 2) naming the file and, in an archive, the key.
 """
 from __future__ import annotations
 
+import json
+import os
 import zipfile
 import zlib
 from typing import Callable
@@ -241,8 +243,6 @@ def collect_feeds(feed_pairs: tuple[str, ...] | list[str], feeds_file: str | Non
 def _is_inline(text: str) -> bool:
     """A value written on the command line (`60`, `-1.5`, `[1,2,3]`, `true`, `"text"`), not a
     file name: an existing file always wins, and names ending in .npy/.npz are files."""
-    import os
-
     if text.endswith((".npy", ".npz")) or os.path.exists(text):
         return False
     stripped = text.strip()
@@ -254,8 +254,6 @@ def inline_value(text: str, what: str, expected=None, feed: str | None = None) -
     """An inline --feed value as an array of the expected dtype (JSON numbers, booleans, strings
     and nested lists; nan and inf too). Integers fill float inputs; a fraction for an integer
     input, ragged lists and values the dtype cannot hold are usage errors naming the feed."""
-    import json
-
     where = f"{what} '{text}'"
     try:
         value = json.loads(text.replace("True", "true").replace("False", "false"),

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cluster.processes import alive, process_tree
+
 CLUSTER_GROUP = "cluster"
 CLUSTER_DIR = Path(__file__).resolve().parent / "cluster"
 PR_SET_CHILD_SUBREAPER = 36     # <linux/prctl.h>
@@ -99,39 +101,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
 # --- nothing a crashed worker started outlives the run -----------------------------------------
 
-def _children() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            # /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces and parentheses.
-            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    return children
-
-
-def _descendants(root: int) -> set[int]:
-    children = _children()
-    found: set[int] = set()
-    frontier = [root]
-    while frontier:
-        for child in children.get(frontier.pop(), ()):
-            if child not in found:
-                found.add(child)
-                frontier.append(child)
-    return found
-
-
-def _running(pids: set[int]) -> set[int]:
-    running = set()
-    for pid in pids:
-        with contextlib.suppress(OSError, IndexError):
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                running.add(pid)
-    return running
-
-
 def _name(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace") or "?"
@@ -147,14 +116,14 @@ def _reap(pids: set[int]) -> None:
 
 def _stop(pids: set[int]) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in _running(pids):
+        for pid in alive(pids):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
         deadline = time.monotonic() + STOP_GRACE_S
-        while _running(pids) and time.monotonic() < deadline:
+        while alive(pids) and time.monotonic() < deadline:
             _reap(pids)
             time.sleep(0.1)
-        if not _running(pids):
+        if not alive(pids):
             break
     _reap(pids)
 
@@ -174,8 +143,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if not config.stash.get(_subreaper, False):
         return
-    left = _descendants(os.getpid())
-    leaked = _running(left)
+    left = process_tree(os.getpid()) - {os.getpid()}
+    leaked = alive(left)
     if leaked:
         names = ", ".join(f"{pid} {_name(pid)}" for pid in sorted(leaked))
         _stop(left)
