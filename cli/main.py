@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "place_cmd",
     "partition_cmd",
     "profile_cmd",
+    "compare_cmd",
     "samples_cmd",
     "cluster_cmd",
 )

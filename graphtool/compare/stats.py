@@ -257,4 +257,10 @@ def format_number(value: float | None) -> str:
 
 
 def format_value(value) -> str:
-    return "-" if value is None else (f"{value:.7g}" if isinstance(value, (float, np.floating)) else str(_scalar(value)))
+    """A tensor element in a table: the shortest text that tells the value apart (numpy's repr
+    of its scalar), so two close float32 values print differently."""
+    if value is None:
+        return "-"
+    if isinstance(value, (np.floating, np.complexfloating)):
+        return str(value)
+    return str(_scalar(value))
