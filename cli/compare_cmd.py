@@ -113,7 +113,7 @@ def command(graph_a, graph_b, a_device, b_device, a_jit, b_jit, b_optimize, b_np
                           lambda names: list(session_b.run(names, feeds_b, allow_dead=True, timeout=timeout).values),
                           rtol, atol, chunk_bytes)
     failed = [c for c in comparisons if not c.passed]
-    result(_outputs_table(comparisons),
+    result(outputs_table(comparisons),
            f"{len(comparisons)} output(s): {len(comparisons) - len(failed)} passed, {len(failed)} failed "
            f"(rtol {rtol:g}, atol {atol:g})")
     if walked is not None:
@@ -212,7 +212,8 @@ def _npz_values(path: str, names: list[str]) -> list[np.ndarray | None]:
     return [archive[key] for key in keys if key is not None]
 
 
-def _outputs_table(comparisons: list[Comparison]):
+def outputs_table(comparisons: list[Comparison]):
+    """The statistics table, one row per output (also `run --expect`'s on a mismatch)."""
     columns = ["output", "status", "mismatches", "max abs", "mean abs", "median abs", "p99 abs", "max rel",
                "mean rel", "median rel", "p99 rel", "max abs at (A vs B)", "min rtol", "min atol", "note"]
     out = table(None, columns, right=tuple(columns[2:11]) + ("min rtol", "min atol"))

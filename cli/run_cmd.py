@@ -5,6 +5,7 @@ import contextlib
 import io
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -68,33 +69,49 @@ def save_outputs(path: str, fetches: list[str], values: list[np.ndarray]) -> Non
     graph_io.write_atomic(path, buffer.getvalue())
 
 
-def compare_expected(path: str, fetches: list[str], values: list[np.ndarray], rtol: float, atol: float) -> list[str]:
-    """Mismatch descriptions against a saved .npz (floats with tolerances, others exactly). Only
-    the entries of fetches whose shape matches are decoded (headers are read first)."""
+@dataclass
+class Expectation:
+    """`run --expect`'s outcome: one comparison per fetch (graphtool.compare statistics)."""
+
+    path: str
+    comparisons: list
+
+    @property
+    def mismatches(self) -> list[str]:
+        return [c.summary() for c in self.comparisons if not c.passed]
+
+    def to_json(self) -> dict:
+        return {"file": self.path, "mismatches": self.mismatches,
+                "outputs": [c.to_json() for c in self.comparisons]}
+
+
+def compare_expected(path: str, fetches: list[str], values: list[np.ndarray], rtol: float, atol: float) -> Expectation:
+    """Each fetch against a saved .npz with `dftool compare`'s statistics (floats with tolerances,
+    others exactly); on a mismatch the statistics table is printed. Only the entries of fetches
+    whose shape matches are decoded (headers are read first)."""
+    from graphtool.compare import Comparison, compare_values
+
+    from .compare_cmd import outputs_table
+
     headers = feed_files.npz_headers(path, "--expect")
     keys = {name: next((k for k in (name, f"{name}:0", name.removesuffix(":0")) if k in headers), None)
             for name in fetches}
     wanted = {key for n, v in zip(fetches, values) if (key := keys[n]) is not None and headers[key].shape == v.shape}
     archive = feed_files.read_npz(path, "--expect", keys=sorted(wanted))
-    problems = []
+    comparisons = []
     for name, value in zip(fetches, values):
         key = keys[name]
-        if key is None:
-            problems.append(f"{name}: not in {path}")
+        if key is None or headers[key].shape != value.shape:
+            problem = f"not in {path}" if key is None else \
+                f"shape {list(value.shape)}, expected {list(headers[key].shape)}"
+            comparisons.append(Comparison(name, False, "mismatch", rtol, atol, dtype_a=str(value.dtype),
+                                          shape_a=list(value.shape), problem=problem))
             continue
-        if headers[key].shape != value.shape:
-            problems.append(f"{name}: shape {list(value.shape)}, expected {list(headers[key].shape)}")
-            continue
-        want = archive[key]
-        if value.dtype.kind in "fc" or want.dtype.kind in "fc":
-            close = np.isclose(value.astype(np.complex128 if value.dtype.kind == "c" else np.float64),
-                               want, rtol=rtol, atol=atol, equal_nan=True)
-            if not close.all():
-                worst = np.nanmax(np.abs(value.astype(np.float64) - want)) if value.dtype.kind == "f" else float("nan")
-                problems.append(f"{name}: {int((~close).sum())} of {value.size} values differ (max abs diff {worst:.3g})")
-        elif not np.array_equal(value, want.astype(value.dtype) if want.dtype.kind in "SU" and value.dtype == object else want):
-            problems.append(f"{name}: values differ")
-    return problems
+        comparisons.append(compare_values(name, value, archive.pop(key), rtol, atol))
+    outcome = Expectation(path, comparisons)
+    if outcome.mismatches:
+        show_result(outputs_table(comparisons))
+    return outcome
 
 
 def _cluster_summary(cluster, spec: str, transfer_bytes: int) -> dict:
@@ -296,7 +313,8 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
            + (f"; loop iterations: {', '.join(f'{k}={v}' for k, v in result.iterations.items())}"
               if result.iterations else ""))
     report_jit(session)
-    mismatches = compare_expected(expect, fetch_list, values, rtol, atol) if expect else []
+    expectation = compare_expected(expect, fetch_list, values, rtol, atol) if expect else None
+    mismatches = expectation.mismatches if expectation is not None else []
     if as_json or report:
         emit_report({"command": "run", "graph": graph, "device": session.device.name, "devices": devices,
                      "steps": steps, "step_time_ms": round(step_seconds * 1e3, 6),
@@ -309,7 +327,7 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
                         if session.cluster is not None else {}),
                      **({"training": training_summary(outcome, event_log)}
                         if steps > 1 or inits or targets or checkpointing or event_log or queue_runner_list else {}),
-                     "expect": None if not expect else {"file": expect, "mismatches": mismatches}},
+                     "expect": None if expectation is None else expectation.to_json()},
                     as_json=as_json, report_path=report)
     if mismatches:
         raise RuntimeFailure(f"results differ from {expect}: " + "; ".join(mismatches[:5])

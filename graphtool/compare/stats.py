@@ -194,8 +194,11 @@ def _error_stats(errors: np.ndarray, counted: np.ndarray, a: np.ndarray, b: np.n
     masked = np.where(counted, errors, -1.0)
     flat = int(np.argmax(masked))
     index = [int(i) for i in np.unravel_index(flat, a.shape)] if a.ndim else []
-    return ErrorStats(float(values.max()), float(values.mean()), float(np.median(values)),
-                      float(np.percentile(values, 99)), index, a.ravel()[flat], b.ravel()[flat])
+    with np.errstate(invalid="ignore", over="ignore"):
+        # An infinite relative error (b == 0) must not turn the interpolated percentile into NaN.
+        p99 = np.percentile(values, 99, method="linear" if np.isfinite(values).all() else "higher")
+        return ErrorStats(float(values.max()), float(values.mean()), float(np.median(values)), float(p99),
+                          index, a.ravel()[flat], b.ravel()[flat])
 
 
 def _exact(result: Comparison, a: np.ndarray, b: np.ndarray, family: str) -> None:
