@@ -71,6 +71,20 @@ def unknown_op_graph(tmp_path: Path) -> str:
         const_def("c", [1.0, 2.0])), tmp_path / "custom.pb")
 
 
+def perturbed_mlp(tmp_path: Path) -> str:
+    """mlp.pb with one Const (logits/bias) changed slightly."""
+    import numpy as np
+
+    from .helpers import load_graph
+
+    graph = load_graph(SAMPLES / "mlp.pb")
+    node = graph.node("logits/bias")
+    value = np.array(node.attr("value"))
+    value[1] += 1e-3
+    node.set_attr("value", value)
+    return write_graph(graph, tmp_path / "perturbed.pb")
+
+
 # case -> (command, its arguments, exit code, what the report must show: the cases are only worth
 # something if together they reach the parts that are often empty).
 CASES = {
@@ -101,6 +115,15 @@ CASES = {
                         lambda report: report["frames"] and len(report["split"]) == 8),
     "grad-loops": ("grad", lambda tmp: ["grad", SAMPLES / "while_loop.pb", tmp / "out.pb", "--y", "acc"], 0,
                    lambda report: report["loops"] == 1),
+    "compare-all-tensors": ("compare", lambda tmp: ["compare", *sample("mlp"), perturbed_mlp(tmp), "--all-tensors"], 1,
+                            lambda report: report["all_tensors"]["first"] and report["all_tensors"]["sources"]),
+    "compare-loops-exact": ("compare", lambda tmp: ["compare", *sample("while_loop"), "--b-optimize", "--all-tensors"],
+                            0, lambda report: report["all_tensors"]["not_comparable"]
+                            and report["outputs"][0]["kind"] == "exact"),
+    "compare-npz": ("compare", lambda tmp: ["compare", FIXTURES / "tf" / "mlp_frozen" / "graph.pb", "--feeds",
+                                            FIXTURES / "tf" / "mlp_frozen" / "feeds.npz", "--b-npz",
+                                            FIXTURES / "tf" / "mlp_frozen" / "expected.npz"], 0,
+                    lambda report: report["b"]["kind"] == "npz" and report["all_tensors"] is None),
     "profile-loops": ("profile", lambda tmp: ["profile", *sample("while_loop"), "--repeat", "2", "--warmup", "0",
                                               "--cost-model-out", tmp / "costs.json"], 0,
                       lambda report: report["critical_path"]["nodes"] and report["loop_iterations"]),
