@@ -187,16 +187,19 @@ def _npz_fetches(path: str, session_a, fetches: list[str], defaults: list[str]) 
     headers = feed_files.npz_headers(path, "--b-npz")
     if fetches:
         return fetches
-    names = []
+    names, unknown = [], []
     for key in headers:
         try:
             session_a.resolve(key, "fetch")
         except UsageError:
-            notice(f"--b-npz {path}: key '{key}' names no tensor of A; not compared")
+            unknown.append(key)
             continue
         names.append(key)
     if not names:
         raise UsageError(f"--b-npz {path}: no key names a tensor of A", hint=f"A's outputs: {', '.join(defaults[:5])}")
+    if unknown:
+        notice(f"--b-npz {path}: not compared, naming no tensor of A: {', '.join(unknown[:5])}"
+               + (" ..." if len(unknown) > 5 else ""))
     return names
 
 
@@ -228,7 +231,10 @@ def _row(c: Comparison) -> list[str]:
         assert c.abs_error is not None and c.rel_error is not None
         a, r = c.abs_error, c.rel_error
         where = f"{a.max_index} {format_value(a.max_a)} vs {format_value(a.max_b)}" if a.max > 0 else "-"
-        note = f"{c.nonfinite_mismatches} NaN/Inf mismatch(es)" if c.nonfinite_mismatches else ""
+        notes = [f"{c.nonfinite_mismatches} NaN/Inf mismatch(es)"] if c.nonfinite_mismatches else []
+        if c.dtype_a != c.dtype_b:
+            notes.append(f"dtype {c.dtype_a} vs {c.dtype_b}")
+        note = "; ".join(notes)
         return [c.name, c.status, counts, *(format_number(v) for v in (a.max, a.mean, a.median, a.p99, r.max, r.mean,
                                                                      r.median, r.p99)),
                 where, format_number(c.min_rtol), format_number(c.min_atol), note]
@@ -236,6 +242,8 @@ def _row(c: Comparison) -> list[str]:
         diff = c.first_difference
         note = f"compared exactly; first difference at {diff['index']}: {diff['a']} vs {diff['b']}" if diff \
             else "compared exactly"
+        if c.dtype_a != c.dtype_b:
+            note += f"; dtype {c.dtype_a} vs {c.dtype_b}"
         return [c.name, c.status, counts, *["-"] * 11, note]
     return [c.name, c.status, counts, *["-"] * 11, c.problem or "dead on both sides"]
 
