@@ -244,7 +244,8 @@ def _scalar(value) -> Any:
     if isinstance(value, (str, bool, np.bool_)):
         return value if isinstance(value, str) else bool(value)
     if isinstance(value, (complex, np.complexfloating)):
-        return [_number(float(np.real(value))), _number(float(np.imag(value)))]
+        number = complex(value)
+        return [_number(number.real), _number(number.imag)]
     if isinstance(value, (int, np.integer)):
         return int(value)
     if isinstance(value, (float, np.floating)):
