@@ -2,6 +2,9 @@
 (see docs/commands.md)."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 import click
 import numpy as np
 
@@ -10,7 +13,7 @@ from graphtool import graph_io
 from graphtool.compare import DEFAULT_ATOL, DEFAULT_CHUNK_BYTES, DEFAULT_RTOL, Comparison, compare_values
 from graphtool.compare import plan_tensors, walk
 from graphtool.compare.stats import format_number, format_value
-from graphtool.errors import RuntimeFailure, UsageError
+from graphtool.errors import DftoolError, RuntimeFailure, UsageError
 
 from .common import common_options, emit_report
 from .output import notice, result, stage, table, take_stdout
@@ -72,8 +75,9 @@ def command(graph_a, graph_b, a_device, b_device, a_jit, b_jit, b_optimize, b_np
                          hint="save the intermediates you want with --fetch in the npz and compare those")
     fetches, timeout = execution.pop("fetches"), execution.pop("timeout")
     feed_pairs, feeds_file, threads = execution.pop("feed_pairs"), execution.pop("feeds_file"), execution.pop("threads")
-    session_a, feeds, fetch_list = open_session(graph_a, feed_pairs, feeds_file, fetches, a_device, threads,
-                                                jit=jit_a, **execution)
+    with _side("A", a_device, device):
+        session_a, feeds, fetch_list = open_session(graph_a, feed_pairs, feeds_file, fetches, a_device, threads,
+                                                    jit=jit_a, **execution)
     session_b = None
     if sides == "npz":
         fetch_list = _npz_fetches(b_npz, session_a, list(fetches), fetch_list)
@@ -86,17 +90,17 @@ def command(graph_a, graph_b, a_device, b_device, a_jit, b_jit, b_optimize, b_np
                 with stage("optimizing B"):
                     api.optimize(loaded, fetches=[loaded.tensor(name) for name in names], inplace=True)
         # B gets A's feed values (generated ones too), so its own feed options are not read again.
-        session_b, _, fetches_b = open_session(graph_b if sides == "graph" else graph_a, (), None, fetches, b_device,
-                                               threads, jit=jit_b, prepare_graph=prepare,
-                                               **_no_feeds(execution))
+        with _side("B", b_device, device):
+            session_b, _, _ = open_session(graph_b if sides == "graph" else graph_a, (), None, fetches, b_device,
+                                           threads, jit=jit_b, prepare_graph=prepare, **_no_feeds(execution))
         if not fetches:
             fetch_list = _common_fetches(fetch_list, session_b, graph_b)
     feeds_b = _feeds_for(session_b, feeds) if session_b is not None else {}
 
-    with stage("running A"):
+    with stage("running A"), _side("A", a_device, device):
         values_a = session_a.run(fetch_list, feeds, allow_dead=True, timeout=timeout).values
     if session_b is not None:
-        with stage("running B"):
+        with stage("running B"), _side("B", b_device, device):
             values_b = session_b.run(fetch_list, feeds_b, allow_dead=True, timeout=timeout).values
     else:
         values_b = _npz_values(b_npz, fetch_list)
@@ -132,6 +136,20 @@ def command(graph_a, graph_b, a_device, b_device, a_jit, b_jit, b_optimize, b_np
         raise RuntimeFailure(f"{len(failed)} of {len(comparisons)} output(s) differ beyond rtol {rtol:g}, "
                              f"atol {atol:g}: " + ", ".join(c.name for c in failed[:5])
                              + (f" (and {len(failed) - 5} more)" if len(failed) > 5 else ""))
+
+
+@contextmanager
+def _side(label: str, side_device: str, device: str) -> Iterator[None]:
+    """An error while loading or running one side says which (`B: ...`); a device error names
+    the side's option when that was given."""
+    try:
+        yield
+    except DftoolError as exc:
+        text = str(exc)
+        if side_device != device:
+            text = text.replace("--device ", f"--{label.lower()}-device ", 1)
+        exc.args = (f"{label}: {text}",)
+        raise
 
 
 def _b_kind(graph_b, b_optimize: bool, b_npz) -> str:

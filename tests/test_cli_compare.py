@@ -218,3 +218,23 @@ def test_run_expect_prints_the_statistics_on_a_mismatch(tmp_path, graphs):
                                   "(max abs error 1.5, max rel error 0.107)")
     code, stdout, _ = run_dftool("run", a, *FEED, "--fetch", "out", "--expect", saved, "--rtol", "0.11")
     assert code == 0 and "status" not in stdout
+
+
+def test_one_graph_on_two_devices(graphs):
+    a, _ = graphs
+    code, stdout, stderr = run_dftool("compare", a, *FEED, "--a-device", "cpu:0", "--b-device", "cpu:1", "--json")
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    assert report["a"]["device"].endswith("CPU:0") and report["b"]["device"].endswith("CPU:1")
+    assert report["b"]["kind"] == "same" and report["passed"] is True
+
+
+def test_a_missing_device_names_the_sides_option(graphs):
+    import importlib.util
+
+    a, _ = graphs
+    code, _, stderr = run_dftool("compare", a, *FEED, "--b-device", "gpu")
+    if importlib.util.find_spec("cupy") is None:
+        assert code == 4 and error_line(stderr).startswith("error: B: --b-device gpu: cupy is not installed")
+    else:
+        assert code == 0, stderr
