@@ -75,9 +75,14 @@ def command(graph_a, graph_b, a_device, b_device, a_jit, b_jit, b_optimize, b_np
                          hint="save the intermediates you want with --fetch in the npz and compare those")
     fetches, timeout = execution.pop("fetches"), execution.pop("timeout")
     feed_pairs, feeds_file, threads = execution.pop("feed_pairs"), execution.pop("feeds_file"), execution.pop("threads")
+    # Generated feeds (--random-feeds, --seed) are made once, for A, and B runs on the same values;
+    # --shape overrides reshape both sides' placeholders.
+    generate = {"random_feeds": execution.pop("random_feeds"), "seed": execution.pop("seed"),
+                "shapes": execution.pop("shape_overrides")} if "random_feeds" in execution else {}
+    reshape = {"shapes": generate["shapes"]} if generate else {}
     with _side("A", a_device, device):
         session_a, feeds, fetch_list = open_session(graph_a, feed_pairs, feeds_file, fetches, a_device, threads,
-                                                    jit=jit_a, **execution)
+                                                    jit=jit_a, **generate, **execution)
     session_b = None
     if sides == "npz":
         fetch_list = _npz_fetches(b_npz, session_a, list(fetches), fetch_list)
@@ -92,7 +97,7 @@ def command(graph_a, graph_b, a_device, b_device, a_jit, b_jit, b_optimize, b_np
         # B gets A's feed values (generated ones too), so its own feed options are not read again.
         with _side("B", b_device, device):
             session_b, _, _ = open_session(graph_b if sides == "graph" else graph_a, (), None, fetches, b_device,
-                                           threads, jit=jit_b, prepare_graph=prepare, **_no_feeds(execution))
+                                           threads, jit=jit_b, prepare_graph=prepare, **reshape, **execution)
         if not fetches:
             fetch_list = _common_fetches(fetch_list, session_b, graph_b)
     feeds_b = _feeds_for(session_b, feeds) if session_b is not None else {}
@@ -160,11 +165,6 @@ def _b_kind(graph_b, b_optimize: bool, b_npz) -> str:
     if graph_b:
         return "graph"
     return "optimize" if b_optimize else "npz" if b_npz else "same"
-
-
-def _no_feeds(execution: dict) -> dict:
-    """The execution options for B's session: without generated feeds (B runs on A's values)."""
-    return {key: value for key, value in execution.items() if key not in ("random_feeds", "seed", "shapes")}
 
 
 def _common_fetches(names: list[str], session_b, graph_b) -> list[str]:
