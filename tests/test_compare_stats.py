@@ -134,3 +134,14 @@ def test_plan_leaves_out_loops_handles_and_what_b_lacks():
     total = op(g, "AddV2", "total", g.node("logits"), read)
     plan = plan_tensors(g, g, [total.output(0)])
     assert plan.skipped[HANDLE] == 1 and "read" in plan.tensors and "v" not in plan.tensors
+
+
+def test_plan_leaves_out_what_is_inside_a_loop_in_b_only():
+    from graphtool.ir.graph import Graph
+
+    from .helpers import placeholder
+
+    a = Graph()
+    op(a, "Identity", "result", op(a, "Identity", "while/Identity", placeholder(a, "start", [])))
+    plan = plan_tensors(a, while_loop_graph(), [a.node("result").output(0)])
+    assert plan.tensors == ["start", "result"] and plan.skipped == {IN_LOOP: 1}

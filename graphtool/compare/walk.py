@@ -69,15 +69,14 @@ class WalkResult:
 def plan_tensors(graph_a: Graph, graph_b: Graph, fetches: Sequence[TensorRef]) -> TensorPlan:
     """What `--all-tensors` compares: see the module docstring."""
     needed = _ancestors(fetches)
-    frames_a = discover_frames(graph_a)
+    frames_a, frames_b = discover_frames(graph_a), discover_frames(graph_b)
     info_a, info_b = infer_shapes(graph_a).info, infer_shapes(graph_b).info
     plan = TensorPlan([], {}, set(), {})
     for node in graph_a.topological_order():
         if node not in needed:
             continue
-        frame = frames_a.frame_of.get(node)
-        in_loop = frame is not None and not frames_a.output_frame(node).is_root
         other = graph_b.get(node.name)
+        in_loop = _in_loop(frames_a, node) or (other is not None and _in_loop(frames_b, other))
         for ref in node.outputs:
             a_info = info_a.get(ref)
             dtype = a_info.dtype if a_info is not None else None
@@ -137,6 +136,11 @@ def chunked(names: list[str], sizes: dict[str, int], budget: int) -> list[list[s
     if current:
         chunks.append(current)
     return chunks
+
+
+def _in_loop(frames, node: Node) -> bool:
+    """Whether the node's outputs live inside a while loop's frame."""
+    return node in frames.frame_of and not frames.output_frame(node).is_root
 
 
 def _ancestors(fetches: Sequence[TensorRef]) -> set[Node]:
