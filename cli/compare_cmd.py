@@ -102,11 +102,21 @@ def command(graph_a, graph_b, a_device, b_device, a_jit, b_jit, b_optimize, b_np
             fetch_list = _common_fetches(fetch_list, session_b, graph_b)
     feeds_b = _feeds_for(session_b, feeds) if session_b is not None else {}
 
-    with stage("running A"), _side("A", a_device, device):
-        values_a = session_a.run(fetch_list, feeds, allow_dead=True, timeout=timeout).values
+
+    def run_a(names: list[str]) -> list:
+        with _side("A", a_device, device):
+            return list(session_a.run(names, feeds, allow_dead=True, timeout=timeout).values)
+
+    def run_b(names: list[str]) -> list:
+        assert session_b is not None
+        with _side("B", b_device, device):
+            return list(session_b.run(names, feeds_b, allow_dead=True, timeout=timeout).values)
+
+    with stage("running A"):
+        values_a = run_a(fetch_list)
     if session_b is not None:
-        with stage("running B"), _side("B", b_device, device):
-            values_b = session_b.run(fetch_list, feeds_b, allow_dead=True, timeout=timeout).values
+        with stage("running B"):
+            values_b = run_b(fetch_list)
     else:
         values_b = _npz_values(b_npz, fetch_list)
     comparisons = [compare_values(name, a, b, rtol, atol) for name, a, b in zip(fetch_list, values_a, values_b)]
@@ -117,10 +127,7 @@ def command(graph_a, graph_b, a_device, b_device, a_jit, b_jit, b_optimize, b_np
         assert session_b is not None
         plan = plan_tensors(session_a.graph, session_b.graph, [session_a.resolve(n, "fetch") for n in fetch_list])
         with stage(f"comparing {len(plan.tensors)} intermediate tensor(s)"):
-            walked = walk(plan,
-                          lambda names: list(session_a.run(names, feeds, allow_dead=True, timeout=timeout).values),
-                          lambda names: list(session_b.run(names, feeds_b, allow_dead=True, timeout=timeout).values),
-                          rtol, atol, chunk_bytes)
+            walked = walk(plan, run_a, run_b, rtol, atol, chunk_bytes)
     failed = [c for c in comparisons if not c.passed]
     result(outputs_table(comparisons),
            f"{len(comparisons)} output(s): {len(comparisons) - len(failed)} passed, {len(failed)} failed "
@@ -128,11 +135,9 @@ def command(graph_a, graph_b, a_device, b_device, a_jit, b_jit, b_optimize, b_np
     if walked is not None:
         result(*_walk_lines(walked, plan.op_of, top))
     if as_json or report:
-        emit_report({"command": "compare", "graph": graph_a,
-                     "a": {"device": session_a.device.name, "jit": bool(session_a.jit_report is not None)},
-                     "b": {"kind": sides, "graph": graph_b if sides == "graph" else (b_npz if sides == "npz" else graph_a),
-                           "device": session_b.device.name if session_b is not None else None,
-                           "jit": bool(session_b is not None and session_b.jit_report is not None)},
+        b_graph = graph_b if sides == "graph" else (b_npz if sides == "npz" else graph_a)
+        emit_report({"command": "compare", "graph": graph_a, "a": _side_json(session_a),
+                     "b": {"kind": sides, "graph": b_graph, **_side_json(session_b)},
                      "rtol": rtol, "atol": atol, "passed": not failed,
                      "outputs": [c.to_json() for c in comparisons],
                      "all_tensors": None if walked is None else _walk_json(walked, plan.op_of, top)},
@@ -155,6 +160,13 @@ def _side(label: str, side_device: str, device: str) -> Iterator[None]:
             text = text.replace("--device ", f"--{label.lower()}-device ", 1)
         exc.args = (f"{label}: {text}",)
         raise
+
+
+def _side_json(session) -> dict:
+    """How one side ran (a saved .npz: no device)."""
+    if session is None:
+        return {"device": None, "jit": False}
+    return {"device": session.device.name, "jit": session.jit_report is not None}
 
 
 def _b_kind(graph_b, b_optimize: bool, b_npz) -> str:
