@@ -7,7 +7,7 @@ import json
 import time
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from graphtool import graph_io
@@ -16,18 +16,23 @@ from graphtool.placement.device_names import short_device_name
 from graphtool.profiling import cost_model, profile_report, profile_steps, summarize
 
 from .common import common_options, console, emit_report, info, settings
-from .output import result_console, results_shown, show, take_stdout
+from .output import notice, result_console, results_shown, show, take_stdout
 from .run_cmd import execution_options, open_session
 
 # A profile that has run this long without finishing gets a progress bar.
 _PROGRESS_AFTER_S = 0.5
+DEFAULT_REPEAT = 10
+# --max-time's bound on the steps: each measured step's statistics are kept for the medians.
+TIME_BOXED_REPEAT = 1000
 
 
 @click.command("profile")
 @click.argument("graph")
 @execution_options
-@click.option("--repeat", type=click.IntRange(min=1), default=10, show_default=True, metavar="N",
-              help="Measured steps.")
+@click.option("--repeat", type=click.IntRange(min=1), metavar="N",
+              help=f"Measured steps (default {DEFAULT_REPEAT}; with --max-time, the most: default {TIME_BOXED_REPEAT}).")
+@click.option("--max-time", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Stop measuring once this many seconds of measured steps have run (at least one step runs).")
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True, metavar="N",
               help="Steps run first and not measured.")
 @click.option("--trace", metavar="FILE.json",
@@ -38,11 +43,14 @@ _PROGRESS_AFTER_S = 0.5
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report on stdout.")
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
 @common_options
-def command(graph, feed_pairs, feeds_file, fetches, device, threads, timeout, repeat, warmup, trace,
+def command(graph, feed_pairs, feeds_file, fetches, device, threads, timeout, repeat, max_time, warmup, trace,
             cost_model_out, top, as_json, report, signature, jit, jit_cache, cast_feeds, cluster_spec, compress):
-    """Run GRAPH --repeat times after --warmup steps; report time and memory per op type and per
-    node, peak memory per device, transfers per edge (on a cluster: network bytes and time), the
-    critical path and loop iterations (tables on stdout; on stderr with --json)."""
+    """Run GRAPH --repeat times after --warmup steps; report time (median and spread over the
+    steps) and memory per op type and per node, peak memory per device, transfers per edge (on a
+    cluster: network bytes and time), the critical path and loop iterations (tables on stdout; on
+    stderr with --json). The first run (plan building, compiling) is timed apart."""
+    if repeat is None:
+        repeat = TIME_BOXED_REPEAT if max_time is not None else DEFAULT_REPEAT
     if as_json:
         take_stdout()
     for path in (trace, cost_model_out, report):
@@ -51,12 +59,12 @@ def command(graph, feed_pairs, feeds_file, fetches, device, threads, timeout, re
     session, feeds, fetch_list = open_session(graph, feed_pairs, feeds_file, fetches, device, threads,
                                               signature=signature, jit=jit, jit_cache=jit_cache,
                                               cast_feeds=cast_feeds, cluster_spec=cluster_spec, compress=compress)
-    with _ProgressBar(warmup + repeat) as progress:
+    with _ProgressBar(warmup + repeat, time_boxed=max_time is not None) as progress:
         # Default fetches on an untaken cond branch are dead, not an error (as in `run`).
         steps = profile_steps(session, fetch_list, feeds, repeat=repeat, warmup=warmup, timeout=timeout,
-                              allow_dead=not fetches, on_step=progress.advance)
+                              allow_dead=not fetches, max_time=max_time, on_step=progress.advance)
     summary = summarize(steps)
-    document = profile_report(summary, graph=graph, repeat=repeat, warmup=warmup, top=top)
+    document = profile_report(summary, graph=graph, repeat=len(steps), warmup=warmup, top=top)
     if session.jit_report is not None:
         document["jit"] = session.jit_report.to_json()
     # Files first: if one cannot be written, the error is all that is printed.
@@ -66,6 +74,8 @@ def command(graph, feed_pairs, feeds_file, fetches, device, threads, timeout, re
         graph_io.write_atomic(cost_model_out, (json.dumps(cost_model(summary), indent=2) + "\n").encode())
     if as_json or report:
         emit_report({"command": "profile", **document}, as_json=as_json, report_path=report)
+    for warning in document["warnings"]:
+        notice(f"warning: {warning}")
     if results_shown():
         render(document, top)
         if session.jit_report is not None:
@@ -80,8 +90,9 @@ class _ProgressBar:
     has run for _PROGRESS_AFTER_S (short profiles do not flicker), only on a terminal and
     not with -q (logs and pipes get no control codes)."""
 
-    def __init__(self, total: int):
+    def __init__(self, total: int, time_boxed: bool = False):
         self.total = total
+        self.time_boxed = time_boxed   # --max-time: the step count is only a bound, so no M/N nor ETA
         self.done = 0
         self.enabled = console.is_terminal and not settings.quiet
         self.started = time.monotonic()
@@ -98,9 +109,11 @@ class _ProgressBar:
         self.done += 1
         if self._progress is None and self.enabled and self.done < self.total \
                 and time.monotonic() - self.started >= _PROGRESS_AFTER_S:
-            self._progress = Progress(TextColumn("profiling"), BarColumn(), MofNCompleteColumn(),
-                                      TimeRemainingColumn(), console=console, transient=True)
-            self._task = self._progress.add_task("steps", total=self.total, completed=self.done)
+            columns = (TextColumn("profiling"), BarColumn(), TextColumn("{task.completed} steps"), TimeElapsedColumn()) \
+                if self.time_boxed else (TextColumn("profiling"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+            self._progress = Progress(*columns, console=console, transient=True)
+            self._task = self._progress.add_task("steps", total=None if self.time_boxed else self.total,
+                                                 completed=self.done)
             self._progress.start()
         elif self._progress is not None:
             self._progress.update(self._task, completed=self.done)
@@ -127,9 +140,15 @@ def _table(title: str, columns: list[str], rows: list[list], left: int = 1) -> T
     return table
 
 
+def _spread(entry: dict) -> str:
+    """'±4%': half the interquartile range of the per-step times, relative to the median."""
+    return f"±{entry['spread_percent']:.0f}%"
+
+
 def _op_table(document: dict) -> Table:
-    return _table("time per op type (per step)", ["op", "nodes", "calls", "avg ms", "%", "cum %", "memory"],
-                  [[o["op"], o["nodes"], f"{o['calls']:g}", f"{o['avg_ms']:.3f}", f"{o['percent']:.1f}",
+    return _table("time per op type (per step; median over the steps, ± half the interquartile range)",
+                  ["op", "nodes", "calls", "median ms", "±", "%", "cum %", "memory"],
+                  [[o["op"], o["nodes"], f"{o['calls']:g}", f"{o['median_ms']:.3f}", _spread(o), f"{o['percent']:.1f}",
                     f"{o['cumulative_percent']:.1f}", format_bytes(o["allocated_bytes"])] for o in document["ops"]])
 
 
@@ -138,8 +157,8 @@ def _node_tables(document: dict, top: int) -> list[Table]:
 
     def row(node):
         return [node["name"], node["op"], short_device_name(node["device"]), f"{node['calls']:g}",
-                f"{node['avg_ms']:.3f}", f"{node['percent']:.1f}", format_bytes(node["allocated_bytes"])]
-    columns = ["node", "op", "device", "calls", "avg ms", "%", "memory"]
+                f"{node['median_ms']:.3f}", _spread(node), f"{node['percent']:.1f}", format_bytes(node["allocated_bytes"])]
+    columns = ["node", "op", "device", "calls", "median ms", "±", "%", "memory"]
     return [_table(f"top {top} nodes by time", columns, [row(nodes[n]) for n in document["top_by_time"]], 3),
             _table(f"top {top} nodes by memory", columns, [row(nodes[n]) for n in document["top_by_memory"]], 3)]
 
@@ -186,10 +205,17 @@ def render(document: dict, top: int) -> None:
     """The human-readable profile (stdout, or stderr when --json has stdout)."""
     times = document["step_time_ms"]
     console = result_console()
-    show(console, f"{document['graph']}: {document['repeat']} measured step(s) after {document['warmup']} "
-                  f"warm-up; step time mean {times['mean']:.3f} ms, median {times['median']:.3f} ms, "
-                  f"min {times['min']:.3f} ms, max {times['max']:.3f} ms; "
+    stopped = " (--max-time reached)" if document["stopped_by"] == "max_time" else ""
+    show(console, f"{document['graph']}: {document['repeat']} measured step(s){stopped} after {document['warmup']} "
+                  f"warm-up; step time median {times['median']:.3f} ms ±{times['spread_percent']:.0f}%, "
+                  f"mean {times['mean']:.3f} ms, min {times['min']:.3f} ms, max {times['max']:.3f} ms; "
                   f"{document['nodes_executed']:g} node executions per step")
+    if document["first_run_ms"] is not None:
+        later = document["warmup_ms"][1:]
+        show(console, f"first run {document['first_run_ms']:.3f} ms (building the plan, compiling, first "
+                      f"allocations; not in the figures below" + (")" if document["warmup"] else
+                                                                   ": --warmup 0 puts it in them)")
+             + (f"; other warm-up steps {', '.join(f'{t:.3f}' for t in later)} ms" if later else ""))
     tables = [_op_table(document), *_node_tables(document, top),
               _table("peak memory", ["device", "peak"],
                      [[short_device_name(d), format_bytes(b)] for d, b in document["memory"]["peak_bytes"].items()])]

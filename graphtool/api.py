@@ -111,9 +111,9 @@ def run(graph: Graph, feeds: Feeds = None, fetches: Fetches = None, *, device: s
 
 def profile(graph: Graph, feeds: Feeds = None, fetches: Fetches = None, *, repeat: int = 10,
             warmup: int = 2, device: str = "cpu", threads: int | None = None, timeout: float | None = None,
-            top: int = 10, name: str = "graph", jit: bool | None = None) -> dict:
-    """Run `graph` `warmup` times, then `repeat` measured times; return the report `dftool
-    profile --json` prints (step times, per-op and per-node time and memory, peak memory per
+            top: int = 10, name: str = "graph", jit: bool | None = None, max_time: float | None = None) -> dict:
+    """Run `graph` `warmup` times, then `repeat` measured times (fewer if `max_time` seconds of
+    measured steps pass first); return the report `dftool profile --json` prints (step times, per-op and per-node time and memory, peak memory per
     device, critical path). `name` fills its `graph` field."""
     from .profiling import profile_report, profile_steps, summarize
 
@@ -122,8 +122,8 @@ def profile(graph: Graph, feeds: Feeds = None, fetches: Fetches = None, *, repea
     session = _session(graph, device, threads, False, jit)
     names, named = _fetch_list(session, fetches)
     steps = profile_steps(session, names, _feed_values(session, feeds), repeat=repeat, warmup=warmup,
-                          timeout=timeout, allow_dead=not named)
-    return profile_report(summarize(steps), graph=name, repeat=repeat, warmup=warmup, top=top)
+                          timeout=timeout, allow_dead=not named, max_time=max_time)
+    return profile_report(summarize(steps), graph=name, repeat=len(steps), warmup=warmup, top=top)
 
 
 # --- transforms ----------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ progress bar, and every failure with its exit code and one-line message."""
 import gzip
 import io
 import json
+import re
 
 import pytest
 from rich.console import Console
@@ -112,3 +113,47 @@ def test_the_progress_bar_shows_on_a_terminal_once_a_profile_takes_a_while(monke
     quiet = profile_cmd._ProgressBar(total=3)
     quiet.advance()
     assert quiet._progress is None
+
+
+def test_a_time_boxed_profile_counts_steps_without_a_bound_or_an_eta(monkeypatch):
+    output = io.StringIO()
+    monkeypatch.setattr(profile_cmd, "console", Console(file=output, force_terminal=True, width=80))
+    monkeypatch.setattr(profile_cmd, "_PROGRESS_AFTER_S", 0.0)
+    monkeypatch.setattr(common.settings, "quiet", False)
+    with profile_cmd._ProgressBar(total=1002, time_boxed=True) as progress:
+        for _ in range(3):
+            progress.advance()
+    shown = output.getvalue()
+    assert "3 steps" in shown and "/1002" not in shown
+
+
+def test_profile_shows_medians_with_spread_and_the_first_run_apart():
+    code, stdout, stderr = run_dftool("profile", *sample_args("mlp"), "--repeat", 5, "--warmup", 2)
+    assert code == 0, stderr
+    header = next(line for line in stdout.splitlines() if line.startswith("op "))
+    assert header.split() == ["op", "nodes", "calls", "median", "ms", "±", "%", "cum", "%", "memory"]
+    first = next(line for line in stdout.splitlines() if line.startswith("first run "))
+    assert re.fullmatch(r"first run \d+\.\d{3} ms \(building the plan, compiling, first allocations; not in "
+                        r"the figures below\); other warm-up steps \d+\.\d{3} ms", first), first
+
+
+def test_profile_max_time_boxes_the_measured_steps():
+    code, stdout, stderr = run_dftool("profile", *sample_args("mlp"), "--max-time", "0.000001", "--warmup", 0,
+                                      "--json")
+    assert code == 0, stderr
+    document = json.loads(stdout)
+    assert (document["repeat"], document["stopped_by"], document["warmup_ms"]) == (1, "max_time", [])
+    assert document["warnings"] == ["--warmup 0: the first measured step includes the first run's one-off work "
+                                    "(building the plan, compiling, first allocations)"]
+    assert "warning: --warmup 0: the first measured step" in stderr
+    code, stdout, _ = run_dftool("profile", *sample_args("mlp"), "--max-time", "0.000001", "--warmup", 1)
+    assert "1 measured step(s) (--max-time reached) after 1 warm-up" in stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--max-time", "0"], "Invalid value for '--max-time'"),
+    (["--max-time", "soon"], "Invalid value for '--max-time'"),
+])
+def test_profile_max_time_must_be_a_positive_number(args, message):
+    code, _, stderr = run_dftool("profile", *sample_args("mlp"), *args)
+    assert code == 2 and message in stderr

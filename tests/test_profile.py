@@ -9,8 +9,8 @@ from graphtool.exec.session import Session
 from graphtool.exec.step_stats import DeviceStats, NodeExecution, StepStats, TensorInfo, transfers
 from graphtool.placement import place
 from graphtool.placement.cost_model import CostModel
-from graphtool.profiling import (PROFILE_SCHEMA, cost_model, critical_path, median_step, profile_report,
-                                 profile_steps, summarize)
+from graphtool.profiling import (PROFILE_SCHEMA, ProfileRun, Spread, cost_model, critical_path, median_step,
+                                 profile_report, profile_steps, summarize)
 from tests.exec.test_step_stats import mlp, sample
 
 CPU0, CPU1 = "/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:1"
@@ -189,7 +189,7 @@ def test_profiling_a_session_gives_a_versioned_json_report():
     assert document["schema"] == PROFILE_SCHEMA and document["repeat"] == 3
     assert document["loop_iterations"] == {"double/while_context": 3, "accumulate/while_context": 6}
     assert len(document["top_by_time"]) == len(document["top_by_memory"]) == 3
-    assert document["nodes_executed"] == steps[0].nodes_executed
+    assert document["nodes_executed"] == steps.steps[0].nodes_executed
     assert sum(o["calls"] for o in document["ops"]) == document["nodes_executed"]
     path = document["critical_path"]
     assert 0 < path["length_ms"] <= path["step_time_ms"] and path["nodes"]
@@ -214,3 +214,53 @@ def test_the_measured_cost_model_round_trips_into_place(tmp_path):
     assert report.device_load[CPU0] == pytest.approx(sum(c["CPU"] for c in costs["nodes"].values()))
     matmul = fresh.get("mm1")
     assert model.measured(matmul, "CPU") == costs["nodes"]["mm1"]["CPU"] > 0
+
+
+# --- medians, spread, first run, time box ---------------------------------------------------------
+
+def test_a_spread_is_the_median_the_quartiles_and_the_extremes():
+    spread = Spread.of([40.0, 10.0, 20.0, 30.0, 1000.0])
+    assert (spread.median_ns, spread.p25_ns, spread.p75_ns, spread.min_ns, spread.max_ns) == (30, 20, 40, 10, 1000)
+    assert spread.relative == pytest.approx((40 - 20) / 2 / 30)   # the one slow step does not count
+    assert Spread.of([]).relative == 0.0 and Spread.of([5.0]).median_ns == 5.0
+
+
+def test_per_op_and_per_node_times_are_medians_over_the_steps():
+    # "a" is slow in one step of three (a busy machine); "b" runs in two steps only (a cond branch).
+    steps = [step(node("a", 0, 10, op="MatMul"), node("b", 10, 14, ["a"], op="Relu")),
+             step(node("a", 0, 100, op="MatMul")),
+             step(node("a", 0, 12, op="MatMul"), node("b", 12, 18, ["a"], op="Relu"))]
+    summary = summarize(steps)
+    a, b = (next(r for r in summary.nodes if r.name == name) for name in "ab")
+    assert (a.spread.median_ns, a.spread.min_ns, a.spread.max_ns) == (12, 10, 100)
+    assert a.time_ns == pytest.approx(122 / 3)                      # the mean stays in avg_ms
+    assert (b.spread.median_ns, b.spread.min_ns) == (4, 0)           # 0 ns in the step that skipped it
+    report = profile_report(summary, graph="g", repeat=3, warmup=0)
+    matmul = next(o for o in report["ops"] if o["op"] == "MatMul")
+    assert (matmul["median_ms"], matmul["min_ms"], matmul["max_ms"]) == (12e-6, 10e-6, 100e-6)
+    assert matmul["spread_percent"] == pytest.approx(100 * (56 - 11) / 2 / 12, abs=0.01)
+    assert report["step_time_ms"]["median"] == 18e-6
+
+
+def test_steps_varying_more_than_twice_are_warned_about():
+    steady = [step(node("a", 0, t)) for t in (10, 12, 19)]
+    assert profile_report(summarize(steady), graph="g", repeat=3, warmup=2)["warnings"] == []
+    noisy = ProfileRun(steps=[step(node("a", 0, t)) for t in (10, 12, 25)], first_run_ns=90, warmup_ns=[])
+    (warning, first_run) = profile_report(summarize(noisy), graph="g", repeat=3, warmup=0)["warnings"]
+    assert warning.startswith("step times vary 2.5x (min 0.000 ms, max 0.000 ms)")
+    assert first_run.startswith("--warmup 0: the first measured step includes the first run")
+
+
+def test_the_first_run_is_timed_apart_and_max_time_stops_measuring():
+    graph, feeds = mlp()
+    session = Session(graph, threads=1)
+    run = profile_steps(session, ["probs"], feeds, repeat=50, warmup=2)
+    assert len(run) == 50 and run.stopped_by == "repeat" and len(run.warmup_ns) == 2
+    assert run.first_run_ns == run.warmup_ns[0] > 0
+    fresh = Session(mlp()[0], threads=1)
+    boxed = profile_steps(fresh, ["probs"], feeds, repeat=50, warmup=1, max_time=1e-9)
+    assert len(boxed) == 1 and boxed.stopped_by == "max_time"   # at least one measured step runs
+    document = profile_report(summarize(boxed), graph="mlp", repeat=len(boxed), warmup=1)
+    assert document["stopped_by"] == "max_time" and document["first_run_ms"] == pytest.approx(boxed.first_run_ns / 1e6)
+    # Building the plan makes the first run the slowest by far.
+    assert document["first_run_ms"] > document["step_time_ms"]["max"]

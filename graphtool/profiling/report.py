@@ -9,32 +9,50 @@ trip count changes from step to step); version 1 gave them as floats.
 """
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 from ..exec.step_stats import StepStats
 from ..placement.cost_model import SCHEMA as COST_MODEL_SCHEMA
 from ..placement.device_names import parse_device_name
-from .summary import NodeRow, ProfileSummary
+from .summary import NodeRow, ProfileRun, ProfileSummary, Spread
 
 PROFILE_SCHEMA = "dftool.profile/2"
 DEFAULT_TOP = 10
+# Steps whose slowest takes this many times the fastest: the figures are not to be trusted as they are.
+NOISY_RATIO = 2.0
 
 
 def profile_steps(session, fetches: list[str], feeds: dict, *, repeat: int, warmup: int,
-                  timeout: float | None = None, allow_dead: bool = False,
-                  on_step: Callable[[], None] | None = None) -> list[StepStats]:
+                  timeout: float | None = None, allow_dead: bool = False, max_time: float | None = None,
+                  on_step: Callable[[], None] | None = None) -> ProfileRun:
     """Run `warmup` steps (caches, the thread pool, BLAS and the recorder itself warm up), then
-    `repeat` measured ones; returns the measured steps' StepStats. Every step is traced, so the
-    first measured one does not pay for warming up the recording. `on_step` is called after
-    every step (progress bars)."""
-    steps = []
+    up to `repeat` measured ones, stopping early once `max_time` seconds of measured steps have
+    passed (at least one always runs: benchmark_model's time-boxed mode). Every step is traced,
+    so the first measured one does not pay for warming up the recording. The first run's wall
+    time is kept apart (with warmup 0 it is also the first measured step). `on_step` is called
+    after every step (progress bars)."""
+    run = ProfileRun(steps=[])
+    measuring_since = None
     for index in range(warmup + repeat):
+        started = time.perf_counter_ns()
         result = session.run(fetches, feeds, timeout=timeout, allow_dead=allow_dead, trace=True)
-        if index >= warmup:
-            steps.append(result.step_stats)
+        elapsed = time.perf_counter_ns() - started
+        if index == 0:
+            run.first_run_ns = elapsed
+        if index < warmup:
+            run.warmup_ns.append(elapsed)
+        else:
+            if measuring_since is None:
+                measuring_since = started
+            run.steps.append(result.step_stats)
         if on_step is not None:
             on_step()
-    return steps
+        if max_time is not None and measuring_since is not None \
+                and time.perf_counter_ns() - measuring_since >= max_time * 1e9 and index + 1 < warmup + repeat:
+            run.stopped_by = "max_time"
+            break
+    return run
 
 
 def _ms(ns: float) -> float:
@@ -58,10 +76,16 @@ def profile_report(summary: ProfileSummary, *, graph: str, repeat: int, warmup: 
         "devices": summary.devices,
         "step_time_ms": {"mean": _ms(times.mean_ns), "median": _ms(times.median_ns),
                          "min": _ms(times.min_ns), "max": _ms(times.max_ns),
+                         "spread_percent": round(100 * times.spread.relative, 2),
                          "all": [_ms(t) for t in times.all_ns]},
+        "first_run_ms": None if summary.first_run_ns is None else _ms(summary.first_run_ns),
+        "warmup_ms": [_ms(t) for t in summary.warmup_ns],
+        "stopped_by": summary.stopped_by,
+        "warnings": profile_warnings(summary, warmup),
         "nodes_executed": _count(summary.nodes_executed),
         "loop_iterations": summary.iterations,
         "ops": [{"op": row.op, "nodes": row.nodes, "calls": _count(row.calls), "avg_ms": _ms(row.time_ns),
+                 **_spread_entry(row.spread),
                  "percent": round(row.percent, 4), "cumulative_percent": round(row.cumulative_percent, 4),
                  "allocated_bytes": _count(row.allocated_bytes), "output_bytes": _count(row.output_bytes)}
                 for row in summary.ops],
@@ -84,9 +108,28 @@ def _transfers_entry(summary: ProfileSummary) -> dict:
     }
 
 
+def profile_warnings(summary: ProfileSummary, warmup: int) -> list[str]:
+    """What makes the figures less trustworthy than they look, one sentence each."""
+    warnings = []
+    times = summary.step_times
+    if times.ratio > NOISY_RATIO:
+        warnings.append(f"step times vary {times.ratio:.1f}x (min {_ms(times.min_ns):.3f} ms, max "
+                        f"{_ms(times.max_ns):.3f} ms): the machine is busy or the work varies from step "
+                        f"to step; medians are shown, and more --repeat steps steady them")
+    if warmup == 0 and summary.first_run_ns is not None and len(times.all_ns) > 0:
+        warnings.append("--warmup 0: the first measured step includes the first run's one-off work "
+                        "(building the plan, compiling, first allocations)")
+    return warnings
+
+
+def _spread_entry(spread: Spread) -> dict:
+    return {"median_ms": _ms(spread.median_ns), "min_ms": _ms(spread.min_ns), "max_ms": _ms(spread.max_ns),
+            "spread_percent": round(100 * spread.relative, 2)}
+
+
 def _node_entry(row: NodeRow) -> dict:
     return {"name": row.name, "op": row.op, "device": row.device, "calls": _count(row.calls),
-            "avg_ms": _ms(row.time_ns), "percent": round(row.percent, 4),
+            "avg_ms": _ms(row.time_ns), **_spread_entry(row.spread), "percent": round(row.percent, 4),
             "allocated_bytes": _count(row.allocated_bytes), "output_bytes": _count(row.output_bytes),
             "largest_output_bytes": int(row.largest_output_bytes)}
 

@@ -45,7 +45,7 @@ FEEDS = {"x": np.random.default_rng(0).normal(size=(512, 512)).astype(np.float32
 
 def traced_steps(cluster, count: int) -> list[StepStats]:
     session = Session(three_task_chain(), cluster=cluster)
-    return profile_steps(session, ["total"], FEEDS, repeat=count, warmup=1, timeout=60)
+    return profile_steps(session, ["total"], FEEDS, repeat=count, warmup=1, timeout=60).steps
 
 
 def flows(document: dict) -> list[dict]:
