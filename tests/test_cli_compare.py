@@ -238,3 +238,14 @@ def test_a_missing_device_names_the_sides_option(graphs):
         assert code == 4 and error_line(stderr).startswith("error: B: --b-device gpu: cupy is not installed")
     else:
         assert code == 0, stderr
+
+
+@pytest.mark.slow
+def test_jit_against_the_interpreter():
+    pytest.importorskip("jax")
+    code, stdout, stderr = run_dftool("compare", SAMPLES / "mlp.pb", "--feeds", SAMPLES / "mlp.feeds.npz", "--b-jit",
+                                      "--jit-cache", "off", "--all-tensors", "--json")
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    assert report["a"]["jit"] is False and report["b"]["jit"] is True and report["passed"]
+    assert report["all_tensors"]["compared"] == 11 and report["all_tensors"]["diverging"] == []
