@@ -44,7 +44,8 @@ TIME_BOXED_REPEAT = 1000
 @click.option("--report", metavar="FILE.json", help="Write the JSON report to a file.")
 @common_options
 def command(graph, feed_pairs, feeds_file, fetches, device, threads, timeout, repeat, max_time, warmup, trace,
-            cost_model_out, top, as_json, report, signature, jit, jit_cache, cast_feeds, cluster_spec, compress):
+            cost_model_out, top, as_json, report, signature, jit, jit_cache, cast_feeds, cluster_spec, compress,
+            random_feeds, seed, shape_overrides):
     """Run GRAPH --repeat times after --warmup steps; report time (median and spread over the
     steps) and memory per op type and per node, peak memory per device, transfers per edge (on a
     cluster: network bytes and time), the critical path and loop iterations (tables on stdout; on
@@ -58,7 +59,8 @@ def command(graph, feed_pairs, feeds_file, fetches, device, threads, timeout, re
             graph_io.check_writable(path)
     session, feeds, fetch_list = open_session(graph, feed_pairs, feeds_file, fetches, device, threads,
                                               signature=signature, jit=jit, jit_cache=jit_cache,
-                                              cast_feeds=cast_feeds, cluster_spec=cluster_spec, compress=compress)
+                                              cast_feeds=cast_feeds, cluster_spec=cluster_spec, compress=compress,
+                                              random_feeds=random_feeds, seed=seed, shapes=shape_overrides)
     with _ProgressBar(warmup + repeat, time_boxed=max_time is not None) as progress:
         # Default fetches on an untaken cond branch are dead, not an error (as in `run`).
         steps = profile_steps(session, fetch_list, feeds, repeat=repeat, warmup=warmup, timeout=timeout,

@@ -12,6 +12,7 @@ import click
 import numpy as np
 
 from graphtool import feeds as feed_files
+from graphtool import generated_feeds
 from graphtool import graph_io
 from graphtool.errors import RuntimeFailure, UsageError
 from graphtool.exec.trace import write_trace
@@ -140,6 +141,14 @@ def execution_options(func):
                           "have that dtype, a wider float, or an integer type whose values fit."),
         click.option("--fetch", "fetches", multiple=True, metavar="T",
                      help="Tensor to fetch (default: every graph output)."),
+        click.option("--random-feeds", is_flag=True,
+                     help="Generate a value for every placeholder not fed explicitly (explicit feeds win); "
+                          "a notice names what was generated."),
+        click.option("--seed", type=int, default=0, show_default=True, metavar="S",
+                     help="With --random-feeds: the generator's seed."),
+        click.option("--shape", "shape_overrides", multiple=True, metavar="NAME=DIMS",
+                     help="Run placeholder NAME at this concrete shape (e.g. input=4,224,224,3), replacing "
+                          "its declared one; every dim must have a size."),
         click.option("--device", default="cpu", show_default=True, help="cpu or gpu (cpu:N, gpu:N)."),
         click.option("--threads", type=click.IntRange(min=1), help="Worker threads (default: cores)."),
         click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
@@ -164,18 +173,23 @@ def execution_options(func):
 def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threads, *, check_numerics: bool = False,
                  signature: str | None = None, jit: bool | None = None, jit_cache: str | None = None,
                  cast_feeds: bool = False, cluster_spec: str | None = None, compress: str = "none",
-                 prepare_graph=None):
+                 prepare_graph=None, random_feeds: bool = False, seed: int = 0, shapes=()):
     """(session, feeds, fetch list) for GRAPH and the execution options; the default fetches are
     every graph output. UsageError for a graph with nothing to fetch. With `cluster_spec`, the
     session runs on that cluster (started here, closed when the command ends). `prepare_graph`
-    sees the loaded graph before the session is made (a saver is added there)."""
+    sees the loaded graph before the session is made (a saver is added there). `shapes`
+    (--shape NAME=DIMS strings) replace those placeholders' declared shapes; with `random_feeds`,
+    every placeholder not fed explicitly gets a generated value (graphtool/generated_feeds.py,
+    from `seed`), named in a notice."""
     from graphtool.exec.session import Session
 
     if jit_cache is not None:
         from graphtool.jit import runtime
 
         runtime.set_cache_dir(jit_cache)
+    overrides = generated_feeds.parse_shape_overrides(shapes)
     loaded = load_graph(graph, signature=signature)
+    generated_feeds.apply_shape_overrides(loaded, overrides)
     if prepare_graph is not None:
         prepare_graph(loaded)
     if cluster_spec is not None and jit:
@@ -188,6 +202,12 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
     # Each feed file's headers are checked against what the graph expects before any data is read.
     feeds = feed_files.collect_feeds(feed_pairs, feeds_file, expect=feed_files.placeholder_expectation(session.resolve),
                                      cast=cast_feeds)
+    if random_feeds:
+        fed = [session.resolve(name, "feed").node for name in feeds]
+        made = generated_feeds.generate_feeds(loaded, seed, skip=fed, shapes=overrides)
+        if made:
+            info(generated_feeds.describe(made, seed))
+        feeds = {**made, **feeds}
     if session.lowering is not None:
         info(session.lowering.notice())
     fetch_list = list(fetches) or session.default_fetches()
@@ -243,7 +263,7 @@ def report_jit(session) -> None:
 def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threads, timeout, expect, rtol, atol,
             check_numerics, as_json, report, inits, targets, steps, feeds_per_step, log_every, checkpoint_dir,
             save_every, keep, restore, max_restarts, logdir, queue_runners, signature, jit, jit_cache, cast_feeds,
-            cluster_spec, compress):
+            cluster_spec, compress, random_feeds, seed, shape_overrides):
     """Execute GRAPH and print or save the fetched tensors.
 
     Results go to stdout (with --json, to stderr after the report; --output: a file), one line
@@ -263,6 +283,7 @@ def command(graph, feed_pairs, feeds_file, fetches, device, output, trace, threa
     session, feeds, fetch_list = open_session(
         graph, feed_pairs, feeds_file, fetches, device, threads, check_numerics=check_numerics, signature=signature,
         jit=jit, jit_cache=jit_cache, cast_feeds=cast_feeds, cluster_spec=cluster_spec, compress=compress,
+        random_feeds=random_feeds, seed=seed, shapes=shape_overrides,
         prepare_graph=(lambda loaded: saver_nodes.append(checkpoints.prepare_graph(loaded))) if wants_saver else None)
     if output:
         check_output_name(output, len(fetch_list))

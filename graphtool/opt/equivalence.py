@@ -4,80 +4,25 @@ Used by `optimize --verify` and by every pass test.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from .. import limits
-from ..errors import RuntimeFailure
+from ..generated_feeds import INTEGER_STYLES, generate_feeds
 from ..ir import Graph
-from ..shape_inference import infer_shapes
-from ..shapes import has_rank
 
-_UNKNOWN_DIM = 2
-
-
-# Integer inputs in turn: small indices (may be 0), non-zero values (divisors), permutations
-# (InvertPermutation, Transpose perms). --verify uses the first kind the original graph accepts.
-INTEGER_STYLES = ("indices", "nonzero", "permutation")
+# --verify sets unknown dims to 2, not 1: a broadcast that a dim of 1 would hide shows.
+VERIFY_UNKNOWN_DIM = 2
 
 
-def candidate_feeds(graph: Graph, seed: int = 0):
-    """Random feeds of each integer style, for callers that try them until one runs."""
+def candidate_feeds(graph: Graph, seed: int = 0, shapes=None):
+    """Generated feeds of each integer style (graphtool/generated_feeds.py INTEGER_STYLES), for
+    callers that try them until one runs."""
     for style in INTEGER_STYLES:
-        yield random_feeds(graph, seed, style)
+        yield random_feeds(graph, seed, style, shapes)
 
 
-def _integers(rng, dims, dtype, style: str) -> np.ndarray:
-    if style == "nonzero":
-        return rng.integers(1, 4, size=dims).astype(dtype)
-    if style == "permutation" and len(dims) == 1:
-        return rng.permutation(dims[0]).astype(dtype)
-    return rng.integers(0, 3, size=dims).astype(dtype)
-
-
-def random_feeds(graph: Graph, seed: int = 0, integers: str = "indices") -> dict[str, np.ndarray]:
-    """A value for every Placeholder: its declared shape (unknown dims -> 2), values that are
-    small and safe for the common ops (positive floats away from 0; ints as `integers` says:
-    see INTEGER_STYLES)."""
-    rng = np.random.default_rng(seed)
-    shapes = infer_shapes(graph)
-    feeds = {}
-    for node in graph.nodes:
-        if node.op not in ("Placeholder", "PlaceholderV2"):
-            continue
-        dtype = node.attr("dtype").base
-        declared = shapes.shape(node.output(0))
-        dims = [(_UNKNOWN_DIM if d is None else d) for d in declared.dims] if has_rank(declared) else [_UNKNOWN_DIM]
-        _check_size(node, dims, dtype)
-        if dtype.is_bool:
-            value = rng.random(dims) < 0.5
-        elif dtype.is_integer:
-            value = _integers(rng, dims, dtype.numpy, integers)
-        elif dtype.is_complex:
-            value = (rng.uniform(0.5, 1.5, dims) + 1j * rng.uniform(-1, 1, dims)).astype(dtype.numpy)
-        elif dtype.is_floating:
-            value = rng.uniform(0.5, 1.5, dims).astype(dtype.numpy)
-        else:
-            value = np.full(dims, b"x", dtype=object)
-        feeds[node.name] = value
-    return feeds
-
-
-def _check_size(node, dims: list[int], dtype) -> None:
-    """A declared shape may claim any size; a random feed of it is built only within the tensor
-    bound (a placeholder of [2**40] would otherwise allocate terabytes before anything runs)."""
-    itemsize = dtype.numpy.itemsize if dtype.numpy is not None else 8
-    size = math.prod(dims) * itemsize
-    bound = limits.current().max_tensor_bytes
-    if math.prod(d for d in dims if d) * itemsize >= 2**62:
-        # Even empty, numpy cannot hold dims whose other product overflows its index type.
-        raise RuntimeFailure(f"cannot make a random feed for placeholder '{node.name}' of shape {dims}: "
-                             f"its dims are too large to represent")
-    if size > bound:
-        raise RuntimeFailure(f"cannot make a random feed for placeholder '{node.name}' of shape {dims}: "
-                             f"{limits.describe_bytes(size)} is above the tensor limit "
-                             f"{limits.describe_bytes(bound)} (--max-tensor-bytes)")
+def random_feeds(graph: Graph, seed: int = 0, integers: str = "indices", shapes=None) -> dict[str, np.ndarray]:
+    """A value for every placeholder (graphtool/generated_feeds.py), unknown dims -> 2."""
+    return generate_feeds(graph, seed, shapes=shapes, integers=integers, unknown_dim=VERIFY_UNKNOWN_DIM)
 
 
 def differences(original: Graph, optimized: Graph, fetches: list[str], feeds: dict[str, np.ndarray],

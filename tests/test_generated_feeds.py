@@ -1,0 +1,137 @@
+"""Generated inputs (graphtool/generated_feeds.py) and `run`/`profile --random-feeds --seed --shape`."""
+import numpy as np
+import pytest
+
+from graphtool import dtypes
+from graphtool.builder import GraphBuilder
+from graphtool.errors import UsageError
+from graphtool.generated_feeds import (apply_shape_overrides, describe, generate_feeds, parse_shape_overrides)
+from graphtool.shape_inference import infer_shapes
+from graphtool.shapes import Shape
+
+from .helpers import REPO_ROOT, error_line, run_dftool
+
+SAMPLES = REPO_ROOT / "sample_graphs"
+
+
+def _mlp():
+    """y = x @ w on x float32[?,3], w a [3,2] constant; also an int32 scalar n and a bool p."""
+    b = GraphBuilder()
+    x = b.placeholder(dtypes.float32, [None, 3], name="x")
+    b.op("MatMul", [x, b.const(np.ones((3, 2), np.float32), name="w")], name="y")
+    b.placeholder(dtypes.int32, [], name="n")
+    b.placeholder(dtypes.bool_, [4], name="p")
+    return b.graph
+
+
+# --- --shape parsing --------------------------------------------------------------------------
+def test_shape_specs_parse_to_concrete_dims():
+    assert parse_shape_overrides(["x=1,224,224,3", "y=[2, 5]", "s=", "t=[]"]) == {
+        "x": (1, 224, 224, 3), "y": (2, 5), "s": (), "t": ()}
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("x", "--shape 'x': expected NAME=DIMS, e.g. input=1,224,224,3"),
+    ("=1,2", "--shape '=1,2': expected NAME=DIMS, e.g. input=1,224,224,3"),
+    ("x=?,3", "--shape 'x=?,3': dim '?' is unknown; an override must make the shape concrete (give every dim a size)"),
+    ("x=-1,3", "--shape 'x=-1,3': dim '-1' is unknown; an override must make the shape concrete (give every dim a size)"),
+    ("x=2,a", "--shape 'x=2,a': 'a' is not a dim size (expected non-negative integers separated by commas)"),
+    ("x=2,-5", "--shape 'x=2,-5': dim -5 is negative"),
+])
+def test_bad_shape_specs_are_usage_errors(spec, message):
+    with pytest.raises(UsageError) as caught:
+        parse_shape_overrides([spec])
+    assert str(caught.value) == message
+
+
+def test_a_name_given_twice_is_refused():
+    with pytest.raises(UsageError, match="--shape x: given twice"):
+        parse_shape_overrides(["x=1,3", "x=2,3"])
+
+
+# --- overrides ----------------------------------------------------------------------------------
+def test_an_override_rewrites_the_declared_shape_and_inference_follows():
+    graph = _mlp()
+    apply_shape_overrides(graph, {"x": (4, 3)})
+    assert graph.get("x").attr("shape") == Shape([4, 3])
+    assert infer_shapes(graph).shape(graph.get("y").output(0)) == Shape([4, 2])
+
+
+def test_a_known_dim_may_change_when_the_graph_allows_it():
+    b = GraphBuilder()
+    x = b.placeholder(dtypes.float32, [1, 3], name="x")
+    b.op("Relu", [x], name="y")
+    apply_shape_overrides(b.graph, {"x:0": (8, 3)})
+    assert infer_shapes(b.graph).shape(b.graph.get("y").output(0)) == Shape([8, 3])
+
+
+@pytest.mark.parametrize("shapes, message", [
+    ({"x": (4,)}, "--shape x=4: placeholder 'x' has rank 2 ([?,3]); the override has rank 1"),
+    ({"x": (4, 5)}, "--shape: placeholder 'x' as [4,5] conflicts with the graph: node 'y' (MatMul) with input "
+                    "shapes [[4,5], [3,2]]: the inner dimensions must be equal, but are 5 and 3"),
+    ({"w": (3, 2)}, "--shape w: 'w' is a Const, not a placeholder"),
+    ({"xx": (1, 3)}, "--shape xx: no node named 'xx' in the graph"),
+])
+def test_conflicting_overrides_name_the_placeholder(shapes, message):
+    with pytest.raises(UsageError) as caught:
+        apply_shape_overrides(_mlp(), shapes)
+    assert str(caught.value) == message
+
+
+# --- generation ---------------------------------------------------------------------------------
+def test_every_unfed_placeholder_gets_a_value_of_its_dtype_and_shape():
+    graph = _mlp()
+    feeds = generate_feeds(graph, seed=3, skip=[graph.get("n")])
+    assert list(feeds) == ["x", "p"]
+    assert feeds["x"].dtype == np.float32 and feeds["x"].shape == (1, 3)
+    assert ((feeds["x"] >= 0.5) & (feeds["x"] < 1.5)).all()
+    assert feeds["p"].dtype == np.bool_ and feeds["p"].shape == (4,)
+    again = generate_feeds(_mlp(), seed=3, skip=[])
+    np.testing.assert_array_equal(again["x"], feeds["x"])   # the same seed, the same values
+    assert not np.array_equal(generate_feeds(_mlp(), seed=4)["x"], feeds["x"])
+    assert describe(feeds, 3) == "generated 2 feed(s) with seed 3: x float32[1,3], p bool[4]"
+
+
+def test_unknown_dims_take_the_caller_default_and_overrides_win():
+    graph = _mlp()
+    assert generate_feeds(graph, unknown_dim=2)["x"].shape == (2, 3)
+    apply_shape_overrides(graph, {"x": (5, 3)})
+    assert generate_feeds(graph, shapes={"x": (5, 3)})["x"].shape == (5, 3)
+
+
+def test_placeholder_with_default_keeps_its_default_unless_a_shape_names_it():
+    b = GraphBuilder()
+    default = b.const(np.zeros((2, 2), np.float32), name="d")
+    b.op("PlaceholderWithDefault", [default], name="pwd", dtype=dtypes.float32, shape=Shape([None, 2]))
+    assert generate_feeds(b.graph) == {}
+    apply_shape_overrides(b.graph, {"pwd": (3, 2)})
+    assert generate_feeds(b.graph, shapes={"pwd": (3, 2)})["pwd"].shape == (3, 2)
+
+
+# --- the CLI ------------------------------------------------------------------------------------
+def test_run_random_feeds_names_what_it_generated():
+    code, stdout, stderr = run_dftool("run", SAMPLES / "mlp.pb", "--random-feeds", "--shape", "x=3,16", "--seed", "7")
+    assert code == 0, stderr
+    assert stderr.strip() == "generated 1 feed(s) with seed 7: x float32[3,16]"
+    assert stdout.startswith("probs  float32[3, 10]")
+
+
+def test_explicit_feeds_win_over_generated_ones():
+    code, stdout, stderr = run_dftool("run", SAMPLES / "cond.pb", "--random-feeds", "--feed", "p=true",
+                                      "--fetch", "cond/switch_t")
+    assert code == 0, stderr
+    assert stderr.strip() == "generated 1 feed(s) with seed 0: x float32[1,4]"
+    assert stdout.split() == ["cond/switch_t", "bool[]", "[", "True]"]
+
+
+def test_without_random_feeds_a_missing_feed_stays_an_error():
+    code, _, stderr = run_dftool("run", SAMPLES / "mlp.pb", "--shape", "x=3,16")
+    assert code == 2
+    assert error_line(stderr).startswith("error: missing feed for placeholder 'x' (float32 [3,16])")
+
+
+def test_a_conflicting_shape_is_one_error_line():
+    code, _, stderr = run_dftool("profile", SAMPLES / "mlp.pb", "--random-feeds", "--shape", "x=3,15")
+    assert code == 2
+    assert error_line(stderr).startswith("error: --shape: placeholder 'x' as [3,15] conflicts with the graph: "
+                                         "node 'dense/MatMul' (MatMul)")
