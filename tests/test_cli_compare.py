@@ -249,3 +249,23 @@ def test_jit_against_the_interpreter():
     report = json.loads(stdout)
     assert report["a"]["jit"] is False and report["b"]["jit"] is True and report["passed"]
     assert report["all_tensors"]["compared"] == 11 and report["all_tensors"]["diverging"] == []
+
+
+def test_generated_feeds_are_made_once_and_given_to_both_sides(graphs):
+    a, b = graphs
+    code, stdout, stderr = run_dftool("compare", a, b, "--random-feeds", "--seed", "7", "--all-tensors")
+    assert code == 1
+    assert stderr.splitlines()[0] == "generated 1 feed(s) with seed 7: x float32[4]"
+    assert stderr.count("generated") == 1
+    assert "source of divergence: scale (Const, no inputs)" in stdout and "first diverging node: mul (Mul)" in stdout
+    code, stdout, stderr = run_dftool("compare", a, "--b-optimize", "--random-feeds", "--seed", "7")
+    assert code == 0, stderr
+    assert stdout.endswith("2 output(s): 2 passed, 0 failed (rtol 1e-05, atol 1e-08)\n")
+
+
+def test_shape_override_applies_to_both_sides():
+    code, stdout, stderr = run_dftool("compare", SAMPLES / "convnet.pb", "--b-optimize", "--random-feeds",
+                                      "--shape", "x=4,8,8,3", "--json")
+    assert code == 0, stderr
+    (probs,) = json.loads(stdout)["outputs"]
+    assert probs["status"] == "PASSED" and probs["shape"][0] == probs["shape"][1] and probs["shape"] == [[4, 10], [4, 10]]
