@@ -70,6 +70,9 @@ def command(graph_a, graph_b, a_device, b_device, a_jit, b_jit, b_optimize, b_np
     if sides == "same" and a_device == b_device and jit_a == jit_b:
         raise UsageError("nothing to compare: A against itself with the same settings",
                          hint="give B, or --b-optimize, --b-npz, --b-device or --b-jit")
+    if graph_a == "-" and (sides in ("same", "optimize") or graph_b == "-"):
+        raise UsageError("standard input ('-') can be read once, and B here is read from it too",
+                         hint="save the graph to a file and compare that")
     if all_tensors and sides == "npz":
         raise UsageError("--all-tensors needs B to run (a graph, or A under other settings), not --b-npz",
                          hint="save the intermediates you want with --fetch in the npz and compare those")

@@ -192,13 +192,17 @@ def test_dead_and_live_outputs(tmp_path):
                                             "settings), not --b-npz"),
     (["--b-optimize", "--cluster", "local:2"], "error: compare does not run on a cluster (--cluster)"),
     (["--b-npz", "{npz}"], "error: --b-npz {npz}: no key names a tensor of A"),
+    (["-", "--b-optimize"], "error: standard input ('-') can be read once, and B here is read from it too"),
 ])
 def test_usage_errors(graphs, tmp_path, args, message):
     a, b = graphs
     npz = tmp_path / "other.npz"
     np.savez(npz, nothing=np.zeros(2))
     filled = [arg.format(b=b, npz=npz) for arg in args]
-    code, _, stderr = run_dftool("compare", a, *FEED, *filled)
+    stdin = None
+    if filled[:1] == ["-"]:    # A from standard input
+        a, filled, stdin = "-", filled[1:], open(a, "rb").read()
+    code, _, stderr = run_dftool("compare", a, *FEED, *filled, input=stdin)
     assert code == 2
     assert error_line(stderr).startswith(message.format(npz=npz)), stderr
 
