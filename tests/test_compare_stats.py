@@ -61,6 +61,12 @@ def test_exact_comparisons_for_integers_bools_strings():
     assert compare_values("s", np.array([b"x", b"y"], dtype=object), np.array(["x", "y"])).passed
     c = compare_values("s", np.array([b"x"], dtype=object), np.array([b"z"], dtype=object))
     assert c.first_difference == {"index": [0], "a": "x", "b": "z"}
+    held = np.empty(2, dtype=object)                     # a variant holding arrays
+    held[0], held[1] = np.arange(3), np.ones(2)
+    other = np.empty(2, dtype=object)
+    other[0], other[1] = np.arange(3), np.zeros(2)
+    assert compare_values("v", held, held.copy()).passed
+    assert compare_values("v", held, other).mismatches == 1
 
 
 def test_shape_dtype_and_dead_live_differences():

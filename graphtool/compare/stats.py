@@ -206,7 +206,7 @@ def _exact(result: Comparison, a: np.ndarray, b: np.ndarray, family: str) -> Non
     if family == "string":
         x, y = (np.array([_as_bytes(v) for v in a.ravel()], dtype=object),
                 np.array([_as_bytes(v) for v in b.ravel()], dtype=object))
-        differ = np.array([p != q for p, q in zip(x, y)], dtype=bool)
+        differ = np.array([not _same(p, q) for p, q in zip(x, y)], dtype=bool)
     else:
         x, y = a.ravel(), b.ravel()
         differ = x != y
@@ -216,6 +216,17 @@ def _exact(result: Comparison, a: np.ndarray, b: np.ndarray, family: str) -> Non
         flat = int(np.argmax(differ))
         index = [int(i) for i in np.unravel_index(flat, a.shape)] if a.ndim else []
         result.first_difference = {"index": index, "a": _scalar(x[flat]), "b": _scalar(y[flat])}
+
+
+def _same(p, q) -> bool:
+    """Two elements of object arrays: strings as bytes; anything else a variant holds (arrays,
+    lists) by value."""
+    if isinstance(p, bytes) and isinstance(q, bytes):
+        return p == q
+    try:
+        return bool(np.array_equal(np.asarray(p), np.asarray(q)))
+    except (TypeError, ValueError):
+        return p is q
 
 
 def _as_bytes(value) -> Any:
