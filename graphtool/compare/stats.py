@@ -195,9 +195,11 @@ def _error_stats(errors: np.ndarray, counted: np.ndarray, a: np.ndarray, b: np.n
     flat = int(np.argmax(masked))
     index = [int(i) for i in np.unravel_index(flat, a.shape)] if a.ndim else []
     with np.errstate(invalid="ignore", over="ignore"):
-        # An infinite relative error (b == 0) must not turn the interpolated percentile into NaN.
-        p99 = np.percentile(values, 99, method="linear" if np.isfinite(values).all() else "higher")
-        return ErrorStats(float(values.max()), float(values.mean()), float(np.median(values)), float(p99),
+        if np.isfinite(values).all():   # median and p99 from one partition of the values
+            median, p99 = np.quantile(values, [0.5, 0.99])
+        else:   # an infinite relative error (b == 0) must not turn an interpolated p99 into NaN
+            median, p99 = np.median(values), np.quantile(values, 0.99, method="higher")
+        return ErrorStats(float(values.max()), float(values.mean()), float(median), float(p99),
                           index, a.ravel()[flat], b.ravel()[flat])
 
 
