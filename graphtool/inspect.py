@@ -364,3 +364,41 @@ def run_command(source: str, inputs: list[dict], outputs: list[dict]) -> str | N
     for entry in outputs:
         words += ["--fetch", entry["name"]]
     return " ".join(shlex.quote(word) for word in words)
+
+
+# --- node listing (inspect --nodes) -----------------------------------------------------------
+
+def node_entries(graph: Graph, ops: Sequence[str] = (), pattern: str | None = None) -> list[dict]:
+    """`inspect --nodes`: one entry per node in graph order, {name, op, device, outputs [{name,
+    dtype, shape}], inputs [tensor names, then '^node' control inputs]}, shapes from shape
+    inference. `ops` keeps nodes of those op types; `pattern` (a regular expression, re.search)
+    keeps nodes whose name it matches. A bad pattern, or an op that is neither in the graph nor
+    known to dftool, is a UsageError naming it."""
+    from .errors import UsageError
+    from .ops import registry
+    from .suggest import did_you_mean
+
+    present = {node.op for node in graph.nodes}
+    for op in ops:
+        if op not in present and registry.lookup(op) is None:
+            raise UsageError(f"--op {op}: no op of that name in the graph or known to dftool",
+                             hint=did_you_mean(op, present))
+    try:
+        matcher = re.compile(pattern) if pattern is not None else None
+    except re.error as exc:
+        raise UsageError(f"--match {pattern!r}: not a regular expression ({exc})") from None
+    shapes, _ = _infer(graph)
+    wanted = set(ops)
+    entries = []
+    for node in graph.nodes:
+        if wanted and node.op not in wanted:
+            continue
+        if matcher is not None and not matcher.search(node.name):
+            continue
+        entries.append({"name": node.name, "op": node.op, "device": node.device or None,
+                        "outputs": [_tensor_entry(ref, shapes) for ref in node.outputs],
+                        "inputs": [ref.name for ref in node.inputs] + ["^" + c.name for c in node.control_inputs]})
+    for entry in entries:
+        for output in entry["outputs"]:
+            del output["op"]
+    return entries
