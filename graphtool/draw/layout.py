@@ -7,9 +7,10 @@ Rules:
 - A scope of two or more nodes is drawn collapsed as one box unless it is expanded: by `depth`
   (scopes of at most that many components are expanded), by `expand_all`, or by naming it (or a
   scope inside it) in `expand`. An expanded scope is a cluster holding its items.
-- A while loop (a frame, with its Enter nodes) outside any collapsed scope is drawn as one box
-  unless expanded (`expand_all`, or its frame name in `expand`); an inner loop of an expanded
-  loop likewise.
+- A while loop (a frame, with its Enter nodes) is drawn as one box unless expanded
+  (`expand_all`, or its frame name in `expand`), except inside a collapsed scope that holds the
+  whole loop; the box takes in the loop's inner scopes. An inner loop of an expanded loop is
+  drawn the same way.
 - Edges between two nodes drawn in one box disappear; the others are merged per (source item,
   destination item): control only -> dashed; one data tensor -> labelled with its shape.
 - More than `max_items` drawn items is refused (a UsageError saying how to draw less).
@@ -73,9 +74,14 @@ def _scope_chain(name: str, scopes: set[str]) -> list[str]:
     return chain
 
 
-def _loop_of(node: Node, frames) -> Frame | None:
+def _loops_of(node: Node, frames) -> list[Frame]:
+    """The while loops `node` is part of, innermost first (an Enter belongs to the loop it enters)."""
     frame = frames.frames.get(node.attr("frame_name")) if node.op in ENTER_OPS else frames.frame_of.get(node)
-    return None if frame is None or frame.is_root else frame
+    found = []
+    while frame is not None and not frame.is_root:
+        found.append(frame)
+        frame = frame.parent
+    return found
 
 
 def _shape_text(shapes: ShapeResult, ref) -> str:
@@ -113,42 +119,40 @@ def layout(graph: Graph, *, expand: Sequence[str] = (), expand_all: bool = False
         return expand_all or frame.name in wanted
 
     chains = {node: _scope_chain(node.name, set(scopes)) for node in graph.nodes}
+    loops = {node: _loops_of(node, frames) for node in graph.nodes}
+    members: dict[str, list[Node]] = {}
+    for node in graph.nodes:
+        for frame in loops[node]:
+            members.setdefault(frame.name, []).append(node)
+    # The scopes a whole loop lies in: collapsing one of those hides the loop in its box.
+    common = {name: set(chains[nodes[0]]).intersection(*(chains[n] for n in nodes[1:]))
+              for name, nodes in members.items()}
     items: dict[str, Item] = {}
     owner: dict[Node, str] = {}
-    loop_members: dict[str, list[Node]] = {}
     for node in graph.nodes:
         chain = chains[node]
         collapsed = next((s for s in chain if not expanded(s) and scopes[s] >= 2), None)
-        if collapsed is not None:
-            outer = [s for s in chain if len(s) < len(collapsed)]
+        closed = [frame for frame in loops[node] if not loop_expanded(frame)]
+        loop = closed[-1] if closed else None
+        if loop is not None and (collapsed is None or collapsed not in common[loop.name]):
+            item_id = f"loop:{loop.name}"
+            if item_id not in items:
+                around = sorted((s for s in common[loop.name] if expanded(s)), key=len)
+                items[item_id] = Item(item_id, "loop", f"while loop {loop.name}", _cluster(around),
+                                      _device(node), nodes=0)
+        elif collapsed is not None:
             item_id = f"scope:{collapsed}"
             if item_id not in items:
+                outer = [s for s in chain if len(s) < len(collapsed)]
                 items[item_id] = Item(item_id, "scope", collapsed.rsplit("/", 1)[-1] + "/", _cluster(outer),
                                       _device(node), nodes=0)
-            _absorb(items[item_id], node)
-            owner[node] = item_id
-            continue
-        loop = _loop_of(node, frames)
-        outermost = None
-        while loop is not None:
-            if not loop_expanded(loop):
-                outermost = loop
-            loop = loop.parent if loop.parent is not None and not loop.parent.is_root else None
-        if outermost is not None:
-            item_id = f"loop:{outermost.name}"
-            loop_members.setdefault(item_id, []).append(node)
-            if item_id not in items:
-                items[item_id] = Item(item_id, "loop", f"while loop {outermost.name}", "", _device(node), nodes=0)
-            _absorb(items[item_id], node)
-            owner[node] = item_id
-            continue
-        cluster = _cluster([s for s in chain if expanded(s)])
-        short = node.name[len(cluster) + 1:] if cluster else node.name
-        items[node.name] = Item(node.name, "node", short or node.name, cluster, _device(node), ops=Counter([node.op]))
-        owner[node] = node.name
-    for item_id, members in loop_members.items():   # a loop box sits in the scope all its nodes share
-        common = [s for s in chains[members[0]] if all(s in chains[m] for m in members) and expanded(s)]
-        items[item_id].cluster = common[-1] if common else ""
+        else:
+            cluster = _cluster([s for s in chain if expanded(s)])
+            short = node.name[len(cluster) + 1:] if cluster else node.name
+            items[node.name] = Item(node.name, "node", short or node.name, cluster, _device(node), nodes=0)
+            item_id = node.name
+        _absorb(items[item_id], node)
+        owner[node] = item_id
     if len(items) > max_items:
         raise UsageError(f"the picture would have {len(items)} boxes and nodes, more than --max-nodes {max_items}",
                          hint="collapse more (a smaller --depth, fewer --expand), draw a part of the graph "
