@@ -395,10 +395,8 @@ def node_entries(graph: Graph, ops: Sequence[str] = (), pattern: str | None = No
             continue
         if matcher is not None and not matcher.search(node.name):
             continue
-        entries.append({"name": node.name, "op": node.op, "device": node.device or None,
-                        "outputs": [_tensor_entry(ref, shapes) for ref in node.outputs],
+        outputs = [{"name": ref.name, "dtype": str(shapes.dtype(ref)), "shape": shape_to_json(shapes.shape(ref))}
+                   for ref in node.outputs]
+        entries.append({"name": node.name, "op": node.op, "device": node.device or None, "outputs": outputs,
                         "inputs": [ref.name for ref in node.inputs] + ["^" + c.name for c in node.control_inputs]})
-    for entry in entries:
-        for output in entry["outputs"]:
-            del output["op"]
     return entries
