@@ -111,7 +111,7 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
             signature):
     """Optimize IN and write OUT; never changes what the fetched tensors compute."""
     from graphtool import api
-    from graphtool.inspect import constant_bytes
+    from graphtool.costs import constant_bytes
     from graphtool.ir.queries import graph_outputs
     from graphtool.opt.base import registered_passes
     from graphtool.opt.manager import count_edges, select_passes
