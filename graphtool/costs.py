@@ -10,6 +10,8 @@ Counting rules (one execution of each node; MAC = one multiply-accumulate = 2 FL
 - MatMul, BatchMatMul(V2/V3), _FusedMatMul: MACs = output elements x K (the contracted size).
 - Conv2D, _FusedConv2D, Conv3D: MACs = output elements x filter window x input channels
   (kh*kw*in, kd*kh*kw*in); their input/filter backprops the same over the out_backprop elements.
+  The fused ops of _FusedConv2D/_FusedMatMul add one FLOP per output element each (BiasAdd,
+  Relu, ...; a fused batch norm two), so fusing leaves the FLOPs of the arithmetic as they were.
 - DepthwiseConv2dNative (and backprops): MACs = output elements x kh x kw.
 - Einsum: MACs = the product of the sizes of every distinct label (one multiply-add per point of
   the full index space), for equations without an ellipsis.
@@ -202,7 +204,9 @@ def _arithmetic(node: Node, dims: _Dims) -> tuple[int | None, int | None]:
             return _per_element(elements, TRAINING_BATCH_NORM_FLOPS_PER_ELEMENT)
         macs = elements
     if macs is not None or op in MATMUL_OPS | CONV_OPS | CONV_BACKPROP_OPS | DEPTHWISE_OPS | BATCH_NORM_OPS | {"Einsum"}:
-        return (None, None) if macs is None else (2 * macs, macs)
+        if macs is None:
+            return None, None
+        return 2 * macs + _fused_flops(node, dims), macs
     if op in POOL_OPS:
         window = _pool_window(node)
         return _per_element(dims.elements(node.outputs[0]), window) if window is not None else (None, None)
@@ -217,6 +221,16 @@ def _arithmetic(node: Node, dims: _Dims) -> tuple[int | None, int | None]:
             return None, None
         total += count
     return total, 0
+
+
+def _fused_flops(node: Node, dims: _Dims) -> int:
+    """The elementwise work a Grappler-fused op does after its product: one FLOP per output
+    element for each fused op (BiasAdd, Relu, Add, ...), two for a fused batch norm."""
+    if node.op not in ("_FusedConv2D", "_FusedMatMul"):
+        return 0
+    fused = _attr(node, "fused_ops", []) or []
+    per_element = sum(2 if "BatchNorm" in (op.decode() if isinstance(op, bytes) else str(op)) else 1 for op in fused)
+    return per_element * (dims.elements(node.outputs[0]) or 0)
 
 
 def _per_element(elements: int | None, flops: int) -> tuple[int | None, int | None]:

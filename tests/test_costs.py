@@ -124,3 +124,39 @@ def test_sample_convnet_totals():
                                      "unknown_nodes": 0, "assumed_nodes": 12}
     assert costs.total.flops == sum(t.flops for t in costs.by_op.values())
     assert costs.notes == ["12 node(s) counted with unknown dims = 1 (e.g. batch 1)"]
+
+
+def test_fused_ops_keep_the_arithmetic_of_what_they_fused():
+    b = GraphBuilder()
+    x = b.placeholder("float32", [1, 4, 4, 2], name="x")
+    k = b.const(np.zeros((1, 1, 2, 3), np.float32), name="k")
+    bias = b.const(np.zeros(3, np.float32), name="bias")
+    b.op("_FusedConv2D", [x, k, [bias], []], name="fused", strides=[1, 1, 1, 1], padding="SAME",
+         fused_ops=["BiasAdd", "Relu"], num_args=1)
+    cost = node_costs(b.graph)["fused"]
+    outputs = 4 * 4 * 3
+    assert cost.macs == outputs * 2 and cost.flops == 2 * outputs * 2 + 2 * outputs
+
+
+def test_optimize_reports_costs_before_and_after(tmp_path):
+    import json
+
+    from tests.helpers import run_dftool
+
+    code, stdout, stderr = run_dftool("optimize", SAMPLES / "convnet.pb", tmp_path / "out.pb", "--json")
+    assert code == 0, stderr
+    costs = json.loads(stdout)["costs"]
+    before = graph_costs(api.load(str(SAMPLES / "convnet.pb")))
+    assert costs["before"] == {"parameters": 1610, "model_bytes": 6448, "flops": 39036, "macs": 18656,
+                               "bytes_accessed": 22776, "notes": before.notes}
+    # batch norm folded into conv2's weights: its 64 MACs go, the fused BiasAdd+Relu keep their FLOPs
+    assert costs["after"]["macs"] == 18592 and costs["after"]["flops"] == 38972
+    assert costs["after"]["parameters"] == 1562
+    assert """\
+costs before/after (one run)
+figure                 before   after   delta
+parameters              1,610   1,562     -48
+model size (bytes)      6,448   6,256    -192
+FLOPs                  39,036  38,972     -64
+MACs                   18,656  18,592     -64
+""" in stderr
