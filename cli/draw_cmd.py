@@ -15,15 +15,16 @@ from .output import stage
 @click.option("--expand", "expand", multiple=True, metavar="SCOPE",
               help="Draw this name scope (or while-loop frame) open, as a cluster (repeatable).")
 @click.option("--expand-all", is_flag=True, help="Draw every scope and loop open: every node.")
-@click.option("--depth", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
-              help="Draw scopes of at most N levels open (a/b is level 2).")
+@click.option("--depth", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Draw scopes of at most N levels open (a/b is level 2; default 0, or deeper while one "
+                   "box holds most of the graph).")
 @click.option("--max-nodes", "max_items", type=click.IntRange(min=1), default=None, metavar="N",
               help="Refuse a picture of more than N boxes and nodes (default 400).")
 @click.option("--format", "fmt", type=click.Choice(["dot", "svg", "png"]), default=None,
               help="Picture format (default: by OUT's suffix: .dot/.gv, .svg, .png).")
 @signature_option
 @common_options
-def command(input_path: str, output_path: str, expand: tuple[str, ...], expand_all: bool, depth: int,
+def command(input_path: str, output_path: str, expand: tuple[str, ...], expand_all: bool, depth: int | None,
             max_items: int | None, fmt: str | None, signature: str | None) -> None:
     """Draw IN as OUT: DOT text, or SVG/PNG through Graphviz's `dot` program.
 

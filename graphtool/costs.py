@@ -208,7 +208,7 @@ def _arithmetic(node: Node, dims: _Dims) -> tuple[int | None, int | None]:
             return None, None
         return 2 * macs + _fused_flops(node, dims), macs
     if op in POOL_OPS:
-        window = _pool_window(node)
+        window = _pool_window(node, dims.shapes)
         return _per_element(dims.elements(node.outputs[0]), window) if window is not None else (None, None)
     if op in REDUCTION_OPS and node.inputs:
         return _per_element(dims.elements(node.inputs[0]), 1)
@@ -269,10 +269,13 @@ def _filter_dims(node: Node, dims: _Dims) -> list[int] | None:
     return dims.dims(node.inputs[1])
 
 
-def _pool_window(node: Node) -> int | None:
-    ksize = _attr(node, "ksize", None)
-    if node.op == "MaxPoolV2" and not ksize:
-        return None
+def _pool_window(node: Node, shapes: ShapeResult) -> int | None:
+    """The pooling window's size: the ksize attr, or MaxPoolV2's ksize input when it is constant."""
+    if node.op == "MaxPoolV2":
+        value = shapes.value(node.inputs[1]) if len(node.inputs) > 1 else None
+        ksize = None if value is None else [int(k) for k in value.reshape(-1)]
+    else:
+        ksize = _attr(node, "ksize", None)
     if not ksize:
         return None
     return math.prod(int(k) for k in ksize)

@@ -135,6 +135,19 @@ def test_devices_fill_with_a_legend_and_control_edges_are_dashed():
     assert layout(b2.graph).items["scope:s"].device == "(mixed)"
 
 
+def test_a_graph_wrapped_in_one_scope_is_drawn_inside_it():
+    b = GraphBuilder()
+    with b.name_scope("model"):
+        x = b.placeholder("float32", [2], name="x")
+        with b.name_scope("layer"):
+            y = b.relu(x, name="relu")
+            b.tanh(y, name="tanh")
+        b.sigmoid(x, name="out")
+    assert list(layout(b.graph).items) == ["scope:model"]
+    opened = layout(b.graph, depth=None)
+    assert list(opened.items) == ["model/x", "scope:model/layer", "model/out"] and opened.clusters == ["model"]
+
+
 def test_several_tensors_between_boxes_are_counted():
     b = GraphBuilder()
     x = b.placeholder("float32", [4], name="a/x")

@@ -14,6 +14,9 @@ Rules:
 - Edges between two nodes drawn in one box disappear; the others are merged per (source item,
   destination item): control only -> dashed; one data tensor -> labelled with its shape.
 - More than `max_items` drawn items is refused (a UsageError saying how to draw less).
+- `depth=None` (the CLI's default) starts at 0 and opens one more level while one box holds
+  more than half of the graph's nodes and the picture stays within `max_items`: a graph wrapped
+  in one scope (Keras' `model/`) is drawn one level inside it.
 """
 from __future__ import annotations
 
@@ -91,9 +94,28 @@ def _shape_text(shapes: ShapeResult, ref) -> str:
     return "[" + ",".join("?" if d is None else str(d) for d in dims) + "]"
 
 
-def layout(graph: Graph, *, expand: Sequence[str] = (), expand_all: bool = False, depth: int = 0,
+def layout(graph: Graph, *, expand: Sequence[str] = (), expand_all: bool = False, depth: int | None = 0,
            max_items: int = DEFAULT_MAX_ITEMS, title: str = "graph", shapes: ShapeResult | None = None) -> Picture:
     """The picture of `graph` under the rules of the module doc."""
+    shapes = shapes if shapes is not None else _shapes(graph)
+    if depth is not None:
+        return _layout(graph, expand, expand_all, depth, max_items, title, shapes)
+    picture = _layout(graph, expand, expand_all, 0, max_items, title, shapes)
+    level = 0
+    while max((item.nodes for item in picture.items.values()), default=0) * 2 > len(graph):
+        level += 1
+        try:
+            deeper = _layout(graph, expand, expand_all, level, max_items, title, shapes)
+        except UsageError:          # one more level would be too big: keep this one
+            break
+        if len(deeper.items) == len(picture.items):
+            break
+        picture = deeper
+    return picture
+
+
+def _layout(graph: Graph, expand: Sequence[str], expand_all: bool, depth: int, max_items: int, title: str,
+            shapes: ShapeResult) -> Picture:
     scopes: Counter[str] = Counter()
     names = {node.name for node in graph.nodes}
     for name in names:
@@ -161,7 +183,6 @@ def layout(graph: Graph, *, expand: Sequence[str] = (), expand_all: bool = False
     # An expanded scope's enclosing scopes are expanded too, so every cluster's parents exist.
     clusters = sorted({"/".join(c.split("/")[:i]) for c in used for i in range(1, c.count("/") + 2)},
                       key=lambda s: (s.count("/"), s))
-    shapes = shapes if shapes is not None else _shapes(graph)
     return Picture(title, items, clusters, _edges(graph, owner, shapes), sorted({i.device for i in items.values()}))
 
 
