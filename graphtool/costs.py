@@ -29,6 +29,10 @@ FLOPs = 2 x MACs for the MAC-counted ops. Memory access = bytes of every input r
 output written once (sources and forwarding ops move nothing; a tensor of unknown rank, such as
 FusedBatchNormV3's reserve space, is left out).
 
+Each node is counted once: a while loop's body for one iteration (a note says how many nodes),
+and function calls (If, While, PartitionedCall, a library function) as unknown, their bodies not
+counted (a note says so); a profile multiplies by what really ran.
+
 Shapes come from shape inference. An unknown dimension (typically the batch) is counted as 1 and
 the node is marked `assumed` (reported as "counted with unknown dims = 1"); a tensor of unknown
 rank makes the node's figures unknown (None) and it is counted under `unknown` nodes.
@@ -42,6 +46,7 @@ from dataclasses import dataclass, field
 
 from . import dtypes
 from .errors import DftoolError
+from .functions.library import FUNCTIONAL_OPS, function_names
 from .ir import Graph, Node, TensorRef
 from .placement.cost_model import OVERHEAD_ONLY_OPS
 from .shape_inference import ShapeResult, infer_shapes
@@ -167,12 +172,19 @@ class _Dims:
         return count * (dtype.itemsize if dtype is not dtypes.INVALID and dtype.itemsize else 4)
 
 
-def node_cost(node: Node, shapes: ShapeResult) -> NodeCost:
-    """The figures of one execution of `node` under `shapes` (see the module doc)."""
+def is_call(node: Node, functions: frozenset[str] | set[str] = frozenset()) -> bool:
+    """A node that runs function bodies (If, While, PartitionedCall, a library function by name):
+    what it costs is in the bodies, which are not counted."""
+    return node.op in FUNCTIONAL_OPS or node.op in functions
+
+
+def node_cost(node: Node, shapes: ShapeResult, functions: frozenset[str] | set[str] = frozenset()) -> NodeCost:
+    """The figures of one execution of `node` under `shapes` (see the module doc); `functions`
+    are the names of the graph's library functions (a node of such an op is a call)."""
     dims = _Dims(shapes)
     if node.op in NO_COST_OPS:
         return NodeCost(node.name, node.op, 0, 0, 0)
-    flops, macs = _arithmetic(node, dims)
+    flops, macs = (None, None) if is_call(node, functions) else _arithmetic(node, dims)
     # A tensor of unknown rank (e.g. FusedBatchNormV3's reserve space) moves an unknown amount:
     # it is left out of the node's memory access.
     nbytes = sum(dims.nbytes(ref) or 0 for ref in [*node.inputs, *node.outputs])
@@ -311,7 +323,8 @@ def node_costs(graph: Graph, shapes: ShapeResult | None = None,
     name: dims} for the shapes actually fed (so a batch dim of '?' is counted as fed)."""
     if shapes is None:
         shapes = infer_shapes(graph, feed_shapes)
-    return {node.name: node_cost(node, shapes) for node in graph.nodes}
+    functions = function_names(graph.library)
+    return {node.name: node_cost(node, shapes, functions) for node in graph.nodes}
 
 
 def graph_costs(graph: Graph, shapes: ShapeResult | None = None, feed_shapes: dict | None = None) -> GraphCosts:
@@ -330,11 +343,18 @@ def graph_costs(graph: Graph, shapes: ShapeResult | None = None, feed_shapes: di
         by_op.setdefault(cost.op, CostTotals()).add(cost)
         total.add(cost)
     ordered = dict(sorted(by_op.items(), key=lambda item: (-item[1].flops, -item[1].bytes_accessed, item[0])))
+    functions = function_names(graph.library)
+    calls = sum(1 for node in graph.nodes if is_call(node, functions))
+    looped = _nodes_in_loops(graph)
     notes = []
     if total.assumed:
         notes.append(f"{total.assumed} node(s) counted with unknown dims = 1 (e.g. batch 1)")
-    if total.unknown:
-        notes.append(f"{total.unknown} node(s) with a tensor of unknown rank: FLOPs unknown, not summed")
+    if total.unknown - calls:
+        notes.append(f"{total.unknown - calls} node(s) with a tensor of unknown rank: FLOPs unknown, not summed")
+    if calls:
+        notes.append(f"{calls} function call(s) (If, While, PartitionedCall, ...): their bodies are not counted")
+    if looped:
+        notes.append(f"{looped} node(s) inside while loops counted once (one iteration)")
     if failure:
         notes.append(f"shape inference failed: {failure}")
     return GraphCosts(per_node, ordered, total, parameter_stats(graph), constant_bytes(graph), failure, notes)
@@ -402,10 +422,18 @@ def _dtype_or_invalid(enum: int) -> dtypes.DType:
 
 
 
+def _nodes_in_loops(graph: Graph) -> int:
+    try:
+        frames = graph.frames()
+    except (DftoolError, KeyError, ValueError):
+        return 0
+    return sum(len(frame.nodes) for frame in frames.loops)
+
+
 def flops_by_node(costs: Iterable[NodeCost]) -> dict[str, int | None]:
     """{node name: FLOPs} of some NodeCosts."""
     return {cost.name: cost.flops for cost in costs}
 
 
-__all__ = ["CONST_OPS", "VARIABLE_OPS", "CostTotals", "GraphCosts", "NodeCost", "flops_by_node", "graph_costs", "node_cost",
-           "node_costs", "constant_bytes", "parameter_stats"]
+__all__ = ["CONST_OPS", "VARIABLE_OPS", "CostTotals", "GraphCosts", "NodeCost", "constant_bytes", "flops_by_node",
+           "graph_costs", "is_call", "node_cost", "node_costs", "parameter_stats"]

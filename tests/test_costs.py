@@ -160,3 +160,34 @@ model size (bytes)      6,448   6,256    -192
 FLOPs                  39,036  38,972     -64
 MACs                   18,656  18,592     -64
 """ in stderr
+
+
+def test_backprops_and_maxpool_v2():
+    b = GraphBuilder()
+    dy = b.placeholder("float32", [2, 4, 4, 6], name="dy")
+    k = b.const(np.zeros((3, 3, 5, 6), np.float32), name="k")
+    b.op("Conv2DBackpropInput", [b.const(np.array([2, 4, 4, 5], np.int32), name="sizes"), k, dy], name="dx",
+         strides=[1, 1, 1, 1], padding="SAME")
+    x = b.placeholder("float32", [2, 4, 4, 5], name="x")
+    b.op("Conv2DBackpropFilter", [x, b.const(np.array([3, 3, 5, 6], np.int32), name="fsizes"), dy], name="dk",
+         strides=[1, 1, 1, 1], padding="SAME")
+    dwk = b.const(np.zeros((3, 3, 5, 2), np.float32), name="dwk")
+    ddw = b.placeholder("float32", [2, 4, 4, 10], name="ddw")
+    b.op("DepthwiseConv2dNativeBackpropInput", [b.const(np.array([2, 4, 4, 5], np.int32), name="dsizes"), dwk, ddw],
+         name="ddx", strides=[1, 1, 1, 1], padding="SAME")
+    b.op("MaxPoolV2", [x, b.const(np.array([1, 2, 2, 1], np.int32), name="ks"),
+                       b.const(np.array([1, 2, 2, 1], np.int32), name="st")], name="pool", padding="VALID")
+    costs = node_costs(b.graph)
+    assert costs["dx"].macs == costs["dk"].macs == 2 * 4 * 4 * 6 * (3 * 3 * 5)
+    assert costs["ddx"].macs == 2 * 4 * 4 * 10 * 3 * 3
+    assert costs["pool"].flops == 2 * 2 * 2 * 5 * 4
+
+
+def test_loops_count_one_iteration_and_calls_are_unknown():
+    loop = graph_costs(api.load(str(SAMPLES / "while_loop.pb")))
+    assert loop.notes == ["28 node(s) inside while loops counted once (one iteration)"]
+    fixture = Path(__file__).resolve().parent / "fixtures" / "tf2" / "keras_lstm_functional" / "graph.pb"
+    called = graph_costs(api.load(str(fixture)))
+    calls = [c for c in called.nodes.values() if c.flops is None]
+    assert len(calls) == 1 and called.total.unknown == 1
+    assert called.notes == ["1 function call(s) (If, While, PartitionedCall, ...): their bodies are not counted"]
