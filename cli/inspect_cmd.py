@@ -71,6 +71,10 @@ def command(graph: str, as_json: bool, report_path: str | None, list_nodes: bool
         write_tensorboard_graph(loaded, logdir)
     if list_nodes:
         inspect_nodes(loaded, source, op_names, pattern, with_costs, as_json=as_json, report_path=report_path)
+        problems = list(build_problems) + loaded.problems()
+        if problems:   # listed all the same; the exit status says the graph is invalid, as without --nodes
+            more = f" (and {len(problems) - 1} more problem(s); `dftool inspect` lists them)" if len(problems) > 1 else ""
+            raise InvalidGraphError(f"{source}: {problems[0]}{more}")
         return
     with stage(f"inspecting {source}"):
         report = inspect_graph(loaded, graph, build_problems)

@@ -146,3 +146,14 @@ def test_tensorboard_to_an_unwritable_place_is_one_error_line(tmp_path):
     code, _, stderr = run_dftool("inspect", MLP, "--tensorboard", str(blocker / "logs"))
     assert code != 0 and "Traceback" not in stderr
     assert error_line(stderr).startswith("error: ") and str(blocker) in error_line(stderr)
+
+
+def test_an_invalid_graph_is_listed_and_exits_3(tmp_path):
+    from tests.helpers import const_def, graph_def, node_def, write_graph
+
+    path = write_graph(graph_def(const_def("c", [1.0, 2.0]), node_def("lost", "Identity", ["nowhere"], T=1)),
+                       tmp_path / "bad.pb")
+    code, stdout, stderr = run_dftool("inspect", path, "--nodes")
+    assert code == 3
+    assert stdout.startswith(f"graph {path}: ") and "\nc " in stdout
+    assert error_line(stderr).startswith(f"error: {path}: node 'lost'")

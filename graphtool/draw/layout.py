@@ -94,28 +94,19 @@ def _shape_text(shapes: ShapeResult, ref) -> str:
     return "[" + ",".join("?" if d is None else str(d) for d in dims) + "]"
 
 
-def layout(graph: Graph, *, expand: Sequence[str] = (), expand_all: bool = False, depth: int | None = 0,
-           max_items: int = DEFAULT_MAX_ITEMS, title: str = "graph", shapes: ShapeResult | None = None) -> Picture:
-    """The picture of `graph` under the rules of the module doc."""
-    shapes = shapes if shapes is not None else _shapes(graph)
-    if depth is not None:
-        return _layout(graph, expand, expand_all, depth, max_items, title, shapes)
-    picture = _layout(graph, expand, expand_all, 0, max_items, title, shapes)
-    level = 0
-    while max((item.nodes for item in picture.items.values()), default=0) * 2 > len(graph):
-        level += 1
-        try:
-            deeper = _layout(graph, expand, expand_all, level, max_items, title, shapes)
-        except UsageError:          # one more level would be too big: keep this one
-            break
-        if len(deeper.items) == len(picture.items):
-            break
-        picture = deeper
-    return picture
+@dataclass
+class _Structure:
+    """What the pictures of one graph at any depth share: its scopes (with node counts), each
+    node's scope chain and loops, each loop's members and the scopes holding the whole loop."""
+
+    scopes: Counter
+    frame_names: set[str]
+    chains: dict[Node, list[str]]
+    loops: dict[Node, list[Frame]]
+    common: dict[str, set[str]]
 
 
-def _layout(graph: Graph, expand: Sequence[str], expand_all: bool, depth: int, max_items: int, title: str,
-            shapes: ShapeResult) -> Picture:
+def _structure(graph: Graph) -> _Structure:
     scopes: Counter[str] = Counter()
     names = {node.name for node in graph.nodes}
     for name in names:
@@ -125,22 +116,9 @@ def _layout(graph: Graph, expand: Sequence[str], expand_all: bool, depth: int, m
     for scope in list(scopes):
         if scope in names:
             scopes[scope] += 1          # the node named like the scope is in it
+    scope_set = set(scopes)
     frames = graph.frames()
-    frame_names = {f.name for f in frames.loops}
-    for name in expand:
-        if name not in scopes and name not in frame_names:
-            raise UsageError(f"--expand {name}: no name scope or while-loop frame of that name",
-                             hint=did_you_mean(name, list(scopes) + sorted(frame_names)))
-    wanted = set(expand)
-
-    def expanded(scope: str) -> bool:
-        return (expand_all or scope.count("/") < depth or scope in wanted
-                or any(w.startswith(scope + "/") for w in wanted))
-
-    def loop_expanded(frame: Frame) -> bool:
-        return expand_all or frame.name in wanted
-
-    chains = {node: _scope_chain(node.name, set(scopes)) for node in graph.nodes}
+    chains = {node: _scope_chain(node.name, scope_set) for node in graph.nodes}
     loops = {node: _loops_of(node, frames) for node in graph.nodes}
     members: dict[str, list[Node]] = {}
     for node in graph.nodes:
@@ -149,6 +127,47 @@ def _layout(graph: Graph, expand: Sequence[str], expand_all: bool, depth: int, m
     # The scopes a whole loop lies in: collapsing one of those hides the loop in its box.
     common = {name: set(chains[nodes[0]]).intersection(*(chains[n] for n in nodes[1:]))
               for name, nodes in members.items()}
+    return _Structure(scopes, {f.name for f in frames.loops}, chains, loops, common)
+
+
+def layout(graph: Graph, *, expand: Sequence[str] = (), expand_all: bool = False, depth: int | None = 0,
+           max_items: int = DEFAULT_MAX_ITEMS, title: str = "graph", shapes: ShapeResult | None = None) -> Picture:
+    """The picture of `graph` under the rules of the module doc."""
+    shapes = shapes if shapes is not None else _shapes(graph)
+    found = _structure(graph)
+    for name in expand:
+        if name not in found.scopes and name not in found.frame_names:
+            raise UsageError(f"--expand {name}: no name scope or while-loop frame of that name",
+                             hint=did_you_mean(name, list(found.scopes) + sorted(found.frame_names)))
+    if depth is not None:
+        return _layout(graph, found, expand, expand_all, depth, max_items, title, shapes)
+    picture = _layout(graph, found, expand, expand_all, 0, max_items, title, shapes)
+    level = 0
+    while max((item.nodes for item in picture.items.values()), default=0) * 2 > len(graph):
+        level += 1
+        try:
+            deeper = _layout(graph, found, expand, expand_all, level, max_items, title, shapes)
+        except UsageError:          # one more level would be too big: keep this one
+            break
+        if len(deeper.items) == len(picture.items):
+            break
+        picture = deeper
+    return picture
+
+
+def _layout(graph: Graph, found: _Structure, expand: Sequence[str], expand_all: bool, depth: int, max_items: int,
+            title: str, shapes: ShapeResult) -> Picture:
+    scopes, chains, loops, common = found.scopes, found.chains, found.loops, found.common
+    wanted = set(expand)
+    # A named scope opens with every scope around it.
+    opened = {"/".join(name.split("/")[:i]) for name in wanted for i in range(1, name.count("/") + 2)}
+
+    def expanded(scope: str) -> bool:
+        return expand_all or scope.count("/") < depth or scope in opened
+
+    def loop_expanded(frame: Frame) -> bool:
+        return expand_all or frame.name in wanted
+
     items: dict[str, Item] = {}
     owner: dict[Node, str] = {}
     for node in graph.nodes:
