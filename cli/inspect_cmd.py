@@ -19,9 +19,19 @@ from .output import result_console, results_shown, show, stage, take_stdout
 @click.argument("graph", metavar="GRAPH")
 @click.option("--json", "as_json", is_flag=True, help="Write the JSON report to stdout.")
 @click.option("--report", "report_path", metavar="FILE", help="Write the JSON report to FILE.")
+@click.option("--nodes", "list_nodes", is_flag=True,
+              help="List the nodes instead: name, op, device, outputs (dtype, shape), inputs.")
+@click.option("--op", "ops", multiple=True, metavar="OP[,OP...]", help="With --nodes (implied): only nodes of these ops.")
+@click.option("--match", "pattern", metavar="REGEX", help="With --nodes (implied): only nodes whose name REGEX matches.")
+@click.option("--costs", "with_costs", is_flag=True,
+              help="Add cost figures: parameters, model size, FLOPs, MACs and memory access per op type "
+                   "(with --nodes: per node).")
+@click.option("--tensorboard", "logdir", metavar="LOGDIR",
+              help="Also write the graph as a TensorBoard event file in LOGDIR (the Graphs dashboard).")
 @signature_option
 @common_options
-def command(graph: str, as_json: bool, report_path: str | None, signature: str | None) -> None:
+def command(graph: str, as_json: bool, report_path: str | None, list_nodes: bool, ops: tuple[str, ...],
+            pattern: str | None, with_costs: bool, logdir: str | None, signature: str | None) -> None:
     """Summarize GRAPH ('-': stdin): ops, inputs, outputs, devices, loops, parameters.
 
     Also shape-inference coverage, warnings about suspicious but legal structure, and a
@@ -30,7 +40,11 @@ def command(graph: str, as_json: bool, report_path: str | None, signature: str |
     their inputs and outputs), and the command then exits 3. A SavedModel's signatures are listed.
 
     A TensorFlow checkpoint (its prefix, .index file or a data shard) is listed instead: each
-    tensor's name, dtype, shape and bytes."""
+    tensor's name, dtype, shape and bytes.
+
+    --nodes (or --op/--match) lists the nodes instead of the summary; --costs adds FLOPs, MACs,
+    memory access, parameters and model size; --tensorboard LOGDIR writes the graph for
+    TensorBoard's Graphs dashboard."""
     from graphtool.checkpoint.inspect import checkpoint_prefix
     from graphtool.loader import load_graph_and_origin
 
@@ -38,20 +52,39 @@ def command(graph: str, as_json: bool, report_path: str | None, signature: str |
         take_stdout()
     if report_path:
         graph_io.check_writable(report_path)
+    op_names = [name.strip() for value in ops for name in value.split(",") if name.strip()]
+    list_nodes = list_nodes or bool(op_names) or pattern is not None
     prefix = checkpoint_prefix(graph)
     if prefix is not None:
         if signature is not None:
             raise UsageError(f"{graph}: --signature selects a SavedModel signature; a checkpoint has none")
+        for flag, given in (("--nodes/--op/--match", list_nodes), ("--costs", with_costs), ("--tensorboard", logdir)):
+            if given:
+                raise UsageError(f"{graph}: {flag} describes a graph; a checkpoint has none")
         inspect_checkpoint_prefix(prefix, as_json=as_json, report_path=report_path)
         return
     build_problems: list[str] = []
     source = "<stdin>" if graph == "-" else graph
     with stage(f"loading {source}"):
         loaded, saved_model = load_graph_and_origin(graph, signature=signature, verify=False, problems=build_problems)
+    if logdir is not None:
+        write_tensorboard_graph(loaded, logdir)
+    if list_nodes:
+        inspect_nodes(loaded, source, op_names, pattern, with_costs, as_json=as_json, report_path=report_path)
+        problems = list(build_problems) + loaded.problems()
+        if problems:   # listed all the same; the exit status says the graph is invalid, as without --nodes
+            more = f" (and {len(problems) - 1} more problem(s); `dftool inspect` lists them)" if len(problems) > 1 else ""
+            raise InvalidGraphError(f"{source}: {problems[0]}{more}")
+        return
     with stage(f"inspecting {source}"):
         report = inspect_graph(loaded, graph, build_problems)
     if saved_model is not None:
         add_saved_model(report, saved_model)
+    if with_costs:
+        from graphtool.costs import graph_costs
+
+        with stage(f"counting costs of {source}"):
+            report["costs"] = graph_costs(loaded).to_json()
     # The report first: if --report cannot be written, the error is all that is printed.
     emit_report(report, as_json=as_json, report_path=report_path)
     if results_shown():
@@ -218,8 +251,10 @@ def render(report: dict, graph=None) -> None:
     left out. With `graph` (-vv), unknown-op nodes are shown one by one."""
     console = result_console()
     show(console, *_saved_model_lines(report), *_summary_lines(report))
-    for table in _signature_table(report) + _problem_tables(report, graph) + _tables(report):
+    for table in _signature_table(report) + _problem_tables(report, graph) + _tables(report) + _cost_tables(report):
         show(console, "", table)
+    if "costs" in report:
+        show(console, "", *_cost_lines(report["costs"]))
     show(console, "")
     if report["run_command"] is None:
         show(console, "nothing runs: every output needs an op dftool does not know")
@@ -227,3 +262,81 @@ def render(report: dict, graph=None) -> None:
     blocked = sum(1 for o in report["outputs"] if o.get("needs_unknown_ops"))
     show(console, "run it with:" if not blocked else f"run it with ({blocked} output(s) needing unknown ops left out):",
          f"  {report['run_command']}")
+
+
+# --- cost figures (--costs) -------------------------------------------------------------------
+
+def _count_text(value: int | None) -> str:
+    return "unknown" if value is None else f"{value:,}"
+
+
+def _cost_tables(report: dict) -> list[Table]:
+    costs = report.get("costs")
+    if not costs:
+        return []
+    rows = [[op, t["nodes"], f"{t['flops']:,}", f"{t['macs']:,}", f"{t['bytes_accessed']:,}"]
+            for op, t in costs["by_op"].items() if t["flops"] or t["bytes_accessed"] or t["unknown_nodes"]]
+    return [_table("costs by op (one run)", ["op", "nodes", "FLOPs", "MACs", "memory bytes"], rows,
+                   ("nodes", "FLOPs", "MACs", "memory bytes"))]
+
+
+def _cost_lines(costs: dict) -> list[str]:
+    total = costs["total"]
+    return [f"costs: {total['flops']:,} FLOPs, {total['macs']:,} MACs, {total['bytes_accessed']:,} bytes of "
+            f"memory access; {costs['parameters']:,} parameters ({costs['parameter_bytes']:,} bytes), "
+            f"model size {costs['model_bytes']:,} bytes"] + [f"  note: {note}" for note in costs["notes"]]
+
+
+# --- nodes (--nodes, --op, --match) -----------------------------------------------------------
+
+def inspect_nodes(graph, source: str, ops: list[str], pattern: str | None, with_costs: bool, *,
+                  as_json: bool, report_path: str | None) -> None:
+    """`inspect --nodes`: the (filtered) nodes as a table and/or the inspect_nodes report."""
+    from graphtool.inspect import node_entries
+
+    with stage(f"listing nodes of {source}"):
+        entries = node_entries(graph, ops, pattern)
+        report: dict = {"command": "inspect", "graph": source, "ops": ops, "match": pattern,
+                        "node_count": len(graph), "count": len(entries), "nodes": entries}
+        if with_costs:
+            from graphtool.costs import graph_costs
+
+            costs = graph_costs(graph)
+            for entry in entries:
+                cost = costs.nodes[entry["name"]]
+                entry.update(flops=cost.flops, macs=cost.macs, bytes_accessed=cost.bytes_accessed,
+                             assumed_dims=cost.assumed)
+            report["cost_notes"] = costs.notes
+    emit_report(report, as_json=as_json, report_path=report_path, kind="inspect_nodes")
+    if not results_shown():
+        return
+    columns = ["name", "op", "device", "outputs", "inputs"]
+    if with_costs:
+        columns += ["FLOPs", "MACs", "memory bytes"]
+    rows = []
+    for entry in entries:
+        outputs = "; ".join(f"{o['dtype']} {_shape_text(o['shape'])}" for o in entry["outputs"])
+        row = [entry["name"], entry["op"], entry["device"] or "", outputs, ", ".join(entry["inputs"])]
+        if with_costs:
+            row += [_count_text(entry["flops"]), _count_text(entry["macs"]), _count_text(entry["bytes_accessed"])]
+        rows.append(row)
+    console = result_console()
+    what = f"{len(entries)} of {len(graph)} nodes" if len(entries) != len(graph) else f"{len(graph)} nodes"
+    show(console, f"graph {source}: {what}", "",
+         _table("nodes", columns, rows, ("FLOPs", "MACs", "memory bytes")))
+    for note in report.get("cost_notes", []):
+        show(console, f"note: {note}")
+
+
+# --- TensorBoard (--tensorboard) --------------------------------------------------------------
+
+def write_tensorboard_graph(graph, logdir: str) -> None:
+    """The graph's GraphDef as an event file in `logdir` (TensorBoard's Graphs dashboard)."""
+    from graphtool.ir import to_graphdef
+    from graphtool.summary import EventLog
+
+    from .common import info
+
+    with EventLog(logdir) as log:
+        log.add_graph(to_graphdef(graph).SerializeToString())
+    info(f"wrote the graph for TensorBoard to {logdir} (tensorboard --logdir {shlex.quote(logdir)})")

@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "compare_cmd",
     "samples_cmd",
     "cluster_cmd",
+    "draw_cmd",
 )
 
 # signal name -> (exit code, what the error line says). 128 + the signal number, as shells report it.

@@ -32,6 +32,30 @@ def _op_table(before: Counter, after: Counter) -> Table:
     return table
 
 
+def _cost_figures(graph) -> dict:
+    """The figures optimize compares before and after (graphtool/costs.py; one run, unknown
+    dims counted as 1)."""
+    from graphtool.costs import graph_costs
+
+    costs = graph_costs(graph)
+    return {"parameters": costs.parameters["elements"], "model_bytes": costs.model_bytes,
+            "flops": costs.total.flops, "macs": costs.total.macs, "bytes_accessed": costs.total.bytes_accessed,
+            "notes": costs.notes}
+
+
+_COST_ROWS = (("parameters", "parameters"), ("model size (bytes)", "model_bytes"), ("FLOPs", "flops"),
+              ("MACs", "macs"), ("memory access (bytes)", "bytes_accessed"))
+
+
+def _cost_table(before: dict, after: dict) -> Table:
+    table = output.table("costs before/after (one run)", ["figure", "before", "after", "delta"],
+                         right=("before", "after", "delta"))
+    for title, key in _COST_ROWS:
+        delta = after[key] - before[key]
+        table.add_row(title, f"{before[key]:,}", f"{after[key]:,}", f"{delta:+,}" if delta else "")
+    return table
+
+
 # --verify runs graphs, and a graph whose loop never ends must not hang `optimize`.
 DEFAULT_VERIFY_TIMEOUT = 60.0
 
@@ -111,7 +135,7 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
             signature):
     """Optimize IN and write OUT; never changes what the fetched tensors compute."""
     from graphtool import api
-    from graphtool.inspect import constant_bytes
+    from graphtool.costs import constant_bytes
     from graphtool.ir.queries import graph_outputs
     from graphtool.opt.base import registered_passes
     from graphtool.opt.manager import count_edges, select_passes
@@ -144,11 +168,15 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
     original = graph.copy() if verify_runs else None
     ops_before, nodes_before, edges_before = Counter(n.op for n in graph.nodes), len(graph), count_edges(graph)
     bytes_before = constant_bytes(graph)
+    with stage("counting costs"):
+        costs_before = _cost_figures(graph)
     with stage("optimizing"):
         graph, result = api.optimize(graph, fetches=fetch_refs, keep=keep, passes=passes, strict_fp=strict_fp,
                                      fold_max_bytes=fold_max_bytes, max_iterations=max_iterations,
                                      dump_dir=dump_dir, inplace=True, report=True)
     bytes_after = constant_bytes(graph)
+    with stage("counting costs"):
+        costs_after = _cost_figures(graph)
 
     mismatches, tolerance_text = [], ""
     if verify_runs:
@@ -167,6 +195,9 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
                 info(f"{run.name:15} iter {run.iteration}: nodes {run.nodes_after - run.nodes_before:+d}, "
                      f"edges {run.edges_after - run.edges_before:+d}, {run.seconds * 1e3:.1f} ms  {stats}")
         show(console, _op_table(ops_before, Counter(n.op for n in graph.nodes)))
+        show(console, "", _cost_table(costs_before, costs_after))
+        for note in costs_after["notes"]:
+            show(console, f"note (after): {note}")
         info(f"nodes {nodes_before} -> {len(graph)}, edges {edges_before} -> {count_edges(graph)}, "
              f"constants {bytes_before:,} -> {bytes_after:,} bytes, {result.iterations} iteration(s)"
              + (f", verified on {feeds_file or 'random feeds'} within {tolerance_text}" if verify_runs else ""))
@@ -175,6 +206,7 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
                      "nodes": {"before": nodes_before, "after": len(graph)},
                      "edges": {"before": edges_before, "after": count_edges(graph)},
                      "constant_bytes": {"before": bytes_before, "after": bytes_after},
+                     "costs": {"before": costs_before, "after": costs_after},
                      "ops": {"before": dict(ops_before), "after": dict(Counter(n.op for n in graph.nodes))},
                      "iterations": result.iterations, "verified": verify_runs and not mismatches,
                      "verify_tolerance": tolerance_text or None,

@@ -33,6 +33,8 @@ REPORT_VERSIONS = {
     "compare": 1,
     # `dftool inspect CKPT`: the report of the inspect command on a checkpoint, not on a graph.
     "inspect_checkpoint": 1,
+    # `dftool inspect GRAPH --nodes` (--op, --match): the node listing.
+    "inspect_nodes": 1,
 }
 
 # `run --json` includes the values of outputs with at most this many elements.

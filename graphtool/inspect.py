@@ -16,6 +16,7 @@ from collections import Counter, deque
 from collections.abc import Sequence
 
 from . import dtypes
+from .costs import parameter_stats
 from .errors import DftoolError
 from .functions.library import summarize_functions
 from .ir import Graph, Node, TensorRef
@@ -25,8 +26,6 @@ from .prune import needed_nodes
 from .shape_inference import ShapeResult, infer_shapes
 from .shapes import Shape
 
-CONST_OPS = frozenset({"Const", "HostConst"})
-VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp"})
 UNPLACED = "(unplaced)"
 
 # One component of a TensorFlow device name (DeviceNameUtils::ParseFullName): a device is written
@@ -204,66 +203,7 @@ def _tensor_entry(ref: TensorRef, shapes: ShapeResult) -> dict:
             "shape": shape_to_json(shapes.shape(ref))}
 
 
-# --- parameters -------------------------------------------------------------------------------
-
-def parameter_stats(graph: Graph) -> dict:
-    """What looks like trainable state, the rule being:
-    - a Const (or HostConst) whose value is a floating-point tensor of more than one element
-      (scalar constants are hyperparameters such as epsilons and learning rates, not weights);
-    - a VariableV2 / Variable / VarHandleOp of floating dtype, by its `shape` attr (variables of
-      unknown shape are counted under `unknown_shape_variables` and add no elements).
-    Elements and bytes are summed over those tensors; sizes are read from the tensor's header,
-    so large weights are not decoded."""
-    tensors = elements = nbytes = unknown = 0
-    for node in graph.nodes:
-        found = _parameter_size(node)
-        if found is None:
-            continue
-        count, itemsize = found
-        if count is None:
-            unknown += 1
-            continue
-        tensors += 1
-        elements += count
-        nbytes += count * itemsize
-    return {"tensors": tensors, "elements": elements, "bytes": nbytes,
-            "unknown_shape_variables": unknown}
-
-
-def _parameter_size(node: Node) -> tuple[int | None, int] | None:
-    """(elements or None if unknown, bytes per element) when `node` holds parameters, else None."""
-    if node.op in CONST_OPS and "value" in node.attrs:
-        tensor = node.attrs["value"].tensor
-        dtype = _dtype_or_invalid(tensor.dtype)
-        count = Shape.from_proto(tensor.tensor_shape).num_elements()
-        if dtype.is_floating and count is not None and count > 1:
-            return count, dtype.itemsize
-        return None
-    if node.op in VARIABLE_OPS:
-        dtype = _attr_or(node, "dtype", dtypes.INVALID)
-        if not dtype.is_floating:
-            return None
-        return Shape.of(_attr_or(node, "shape", Shape.unknown())).num_elements(), dtype.itemsize
-    return None
-
-
-def constant_bytes(graph: Graph) -> int:
-    """Bytes of every constant's value (the model's size on disk, roughly), from tensor headers."""
-    total = 0
-    for node in graph.nodes:
-        if node.op in CONST_OPS and "value" in node.attrs:
-            tensor = node.attrs["value"].tensor
-            count = Shape.from_proto(tensor.tensor_shape).num_elements() or 0
-            total += count * _dtype_or_invalid(tensor.dtype).itemsize
-    return total
-
-
-def _dtype_or_invalid(enum: int) -> dtypes.DType:
-    try:
-        return dtypes.from_enum(enum)
-    except DftoolError:
-        return dtypes.INVALID
-
+# --- parameters: graphtool/costs.py (parameter_stats, constant_bytes) ---------------------------
 
 # --- shapes -----------------------------------------------------------------------------------
 
@@ -364,3 +304,39 @@ def run_command(source: str, inputs: list[dict], outputs: list[dict]) -> str | N
     for entry in outputs:
         words += ["--fetch", entry["name"]]
     return " ".join(shlex.quote(word) for word in words)
+
+
+# --- node listing (inspect --nodes) -----------------------------------------------------------
+
+def node_entries(graph: Graph, ops: Sequence[str] = (), pattern: str | None = None) -> list[dict]:
+    """`inspect --nodes`: one entry per node in graph order, {name, op, device, outputs [{name,
+    dtype, shape}], inputs [tensor names, then '^node' control inputs]}, shapes from shape
+    inference. `ops` keeps nodes of those op types; `pattern` (a regular expression, re.search)
+    keeps nodes whose name it matches. A bad pattern, or an op that is neither in the graph nor
+    known to dftool, is a UsageError naming it."""
+    from .errors import UsageError
+    from .ops import registry
+    from .suggest import did_you_mean
+
+    present = {node.op for node in graph.nodes}
+    for op in ops:
+        if op not in present and registry.lookup(op) is None:
+            raise UsageError(f"--op {op}: no op of that name in the graph or known to dftool",
+                             hint=did_you_mean(op, present))
+    try:
+        matcher = re.compile(pattern) if pattern is not None else None
+    except re.error as exc:
+        raise UsageError(f"--match {pattern!r}: not a regular expression ({exc})") from None
+    shapes, _ = _infer(graph)
+    wanted = set(ops)
+    entries = []
+    for node in graph.nodes:
+        if wanted and node.op not in wanted:
+            continue
+        if matcher is not None and not matcher.search(node.name):
+            continue
+        outputs = [{"name": ref.name, "dtype": str(shapes.dtype(ref)), "shape": shape_to_json(shapes.shape(ref))}
+                   for ref in node.outputs]
+        entries.append({"name": node.name, "op": node.op, "device": node.device or None, "outputs": outputs,
+                        "inputs": [ref.name for ref in node.inputs] + ["^" + c.name for c in node.control_inputs]})
+    return entries

@@ -97,6 +97,8 @@ CASES = {
     "inspect-unknown-ops": ("inspect", lambda tmp: ["inspect", unknown_op_graph(tmp)], 3,
                             lambda report: report["unknown_ops"][0]["op"] == "MyCustomOp" and report["problems"]
                             and "needs_unknown_ops" in report["outputs"][0]),
+    "inspect-costs": ("inspect", lambda tmp: ["inspect", SAMPLES / "convnet.pb", "--costs"], 0,
+                      lambda report: report["costs"]["total"]["macs"] and report["costs"]["notes"]),
     "run-expect": ("run", lambda tmp: ["run", *sample("cond"), "--expect", FIXTURES / "opaque" / "expected.npz"], 1,
                    lambda report: report["expect"]["mismatches"]),
     "run-loops": ("run", lambda tmp: ["run", *sample("while_loop")], 0, lambda report: report["loop_iterations"]),
@@ -143,6 +145,15 @@ def test_report_validates_against_its_schema(case, tmp_path):
     if command == "profile":
         costs = json.loads((tmp_path / "costs.json").read_text())
         assert validation_errors("cost_model", costs) == []
+
+
+def test_inspect_nodes_report_validates(tmp_path):
+    """`inspect --nodes` writes its own report kind (inspect_nodes), with and without --costs."""
+    plain = produce(tmp_path, "inspect", SAMPLES / "convnet.pb", "--nodes")
+    assert plain["schema"] == schema_id("inspect_nodes") and validation_errors("inspect_nodes", plain) == []
+    costs = produce(tmp_path, "inspect", SAMPLES / "convnet.pb", "--op", "Conv2D", "--costs")
+    assert validation_errors("inspect_nodes", costs) == []
+    assert costs["count"] == 2 and all(node["macs"] for node in costs["nodes"]) and costs["cost_notes"]
 
 
 def test_run_json_has_the_step_time_and_small_values(tmp_path):

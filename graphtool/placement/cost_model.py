@@ -97,6 +97,7 @@ _OVERHEAD_ONLY_OPS = frozenset({
     "LoopCond", "ControlTrigger", "Shape", "ShapeN", "Rank", "Size", "VariableV2", "VarHandleOp",
     "_Send", "_Recv", "_HostSend", "_HostRecv",
 })
+OVERHEAD_ONLY_OPS = _OVERHEAD_ONLY_OPS   # graphtool/costs.py builds on the same list
 _MATMUL_OPS = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "_FusedMatMul"})
 _CONV_OPS = frozenset({"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "_FusedConv2D",
                        "DepthwiseConv2dNative"})
