@@ -22,6 +22,11 @@ SAMPLES = Path(__file__).resolve().parent.parent / "sample_graphs"
 MLP = str(SAMPLES / "mlp.pb")
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|->|[{}\[\];=,]|[A-Za-z_][\w.#-]*|-?\d+(?:\.\d+)?|\s+')
+_ID = r'("(?:[^"\\]|\\.)*"|[A-Za-z_][\w]*)'
+
+
+def unquote(token: str) -> str:
+    return token[1:-1].replace('\\"', '"') if token.startswith('"') else token
 
 
 def check_dot(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
@@ -42,9 +47,9 @@ def check_dot(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
             depth["{" if token == "}" else "["] -= 1
             assert min(depth.values()) >= 0
     assert depth == {"{": 0, "[": 0} and tokens[:1] == ["digraph"]
-    nodes = {m.group(1): m.group(2) for m in re.finditer(r'^\s*"((?:[^"\\]|\\.)*)" \[label="((?:[^"\\]|\\.)*)"',
-                                                        text, re.M)}
-    edges = re.findall(r'^\s*"((?:[^"\\]|\\.)*)" -> "((?:[^"\\]|\\.)*)"', text, re.M)
+    nodes = {unquote(m.group(1)): m.group(2)
+             for m in re.finditer(r'^\s*' + _ID + r' \[label="((?:[^"\\]|\\.)*)"', text, re.M)}
+    edges = [(unquote(a), unquote(b)) for a, b in re.findall(r'^\s*' + _ID + ' -> ' + _ID, text, re.M)]
     for src, dst in edges:
         assert src in nodes and dst in nodes, (src, dst)
     return nodes, edges
@@ -52,20 +57,20 @@ def check_dot(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
 
 MLP_DOT = f"""\
 digraph "{MLP}" {{
-  graph [rankdir=TB, fontname=Helvetica, compound=true];
-  node [fontname=Helvetica, fontsize=10];
-  edge [fontname=Helvetica, fontsize=9];
-  "x" [label="x\\nPlaceholder", shape=box, style="rounded,filled", fillcolor="#ffffff", tooltip="x"];
-  "scope:dense" [label="dense/\\n5 nodes: Const x2, MatMul, BiasAdd, ...", shape=box3d, style="filled", fillcolor="#ffffff", tooltip="dense"];
-  "scope:logits" [label="logits/\\n4 nodes: Const x2, MatMul, BiasAdd", shape=box3d, style="filled", fillcolor="#ffffff", tooltip="logits"];
-  "probs" [label="probs\\nSoftmax", shape=box, style="rounded,filled", fillcolor="#ffffff", tooltip="probs"];
-  "x" -> "scope:dense" [label="[?,16]"];
-  "scope:dense" -> "scope:logits" [label="[?,32]"];
-  "scope:logits" -> "probs" [label="[?,10]"];
-  subgraph "cluster_legend" {{
-    label="devices"; style=rounded; color=gray70;
-    "legend:(unplaced)" [label="(unplaced)", shape=box, style=filled, fillcolor="#ffffff"];
-  }}
+\tgraph [compound=true fontname=Helvetica rankdir=TB]
+\tnode [fontname=Helvetica fontsize=10]
+\tedge [fontname=Helvetica fontsize=9]
+\tx [label="x\\nPlaceholder" fillcolor="#ffffff" shape=box style="rounded,filled" tooltip=x]
+\t"scope dense" [label="dense/\\n5 nodes: Const x2, MatMul, BiasAdd, ..." fillcolor="#ffffff" shape=box3d style=filled tooltip=dense]
+\t"scope logits" [label="logits/\\n4 nodes: Const x2, MatMul, BiasAdd" fillcolor="#ffffff" shape=box3d style=filled tooltip=logits]
+\tprobs [label="probs\\nSoftmax" fillcolor="#ffffff" shape=box style="rounded,filled" tooltip=probs]
+\tx -> "scope dense" [label="[?,16]"]
+\t"scope dense" -> "scope logits" [label="[?,32]"]
+\t"scope logits" -> probs [label="[?,10]"]
+\tsubgraph cluster_legend {{
+\t\tcolor=gray70 label=devices style=rounded
+\t\t"legend (unplaced)" [label="(unplaced)" fillcolor="#ffffff" shape=box style=filled]
+\t}}
 }}
 """
 
@@ -86,7 +91,7 @@ def test_every_sample_draws_well_formed_dot(sample):
     graph = api.load(str(SAMPLES / f"{sample}.pb"))
     collapsed, _ = check_dot(to_dot(layout(graph)))
     everything, edges = check_dot(to_dot(layout(graph, expand_all=True)))
-    node_ids = {n for n in everything if not n.startswith("legend:")}
+    node_ids = {n for n in everything if not n.startswith("legend ")}
     assert node_ids == {node.name for node in graph.nodes}            # expanded: every node, by name
     for node in graph.nodes:                                          # labelled with its op
         assert everything[node.name].endswith("\\n" + node.op)
@@ -121,11 +126,11 @@ def test_devices_fill_with_a_legend_and_control_edges_are_dashed():
     picture = layout(b.graph)
     assert picture.items["scope:in"].device == "/device:CPU:0" and picture.items["scope:out"].device == "/device:GPU:0"
     text = to_dot(picture)
-    assert '"scope:in" -> "scope:out" [label="[2,3]"];' in text
-    assert '"legend:/device:CPU:0" [label="/device:CPU:0", shape=box, style=filled, fillcolor="#a6cee3"];' in text
-    assert '"legend:/device:GPU:0" [label="/device:GPU:0", shape=box, style=filled, fillcolor="#b2df8a"];' in text
+    assert '\t"scope in" -> "scope out" [label="[2,3]"]\n' in text
+    assert '\t\t"legend /device%3ACPU%3A0" [label="/device:CPU:0" fillcolor="#a6cee3" shape=box style=filled]\n' in text
+    assert '\t\t"legend /device%3AGPU%3A0" [label="/device:GPU:0" fillcolor="#b2df8a" shape=box style=filled]\n' in text
     opened = to_dot(layout(b.graph, expand_all=True))
-    assert '"in/x" -> "out/id" [style=dashed];' in opened
+    assert '\t"in/x" -> "out/id" [style=dashed]\n' in opened
     b2 = GraphBuilder()
     with b2.device("/cpu:0"):
         p = b2.placeholder("float32", [1], name="s/a")
@@ -155,7 +160,7 @@ def test_several_tensors_between_boxes_are_counted():
     b.add(x, y, name="b/sum")
     b.mul(x, b.const(np.ones(4, np.float32), name="b/one"), name="b/mul")
     text = to_dot(layout(b.graph))
-    assert '"scope:a" -> "scope:b" [label="2 tensors"];' in text
+    assert '\t"scope a" -> "scope b" [label="2 tensors"]\n' in text
 
 
 def test_usage_errors_are_one_line(tmp_path):
@@ -196,11 +201,11 @@ def test_svg_and_png_go_through_dot(tmp_path, monkeypatch):
     """A stand-in `dot` that records its arguments and input: the CLI pipes the DOT text to
     `dot -Tsvg` and writes what it prints; a failing `dot` is one error line, OUT untouched."""
     bin_dir = tmp_path / "bin"
-    _stand_in_dot(bin_dir, f'echo "$1" > {tmp_path}/args\ncat > {tmp_path}/input\necho "<svg/>"\n')
+    _stand_in_dot(bin_dir, f'echo "$@" > {tmp_path}/args\ncat > {tmp_path}/input\necho "<svg/>"\n')
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     code, _, stderr = run_dftool("draw", MLP, tmp_path / "x.svg", "-q")
     assert code == 0, stderr
-    assert (tmp_path / "args").read_text() == "-Tsvg\n" and (tmp_path / "input").read_text() == MLP_DOT
+    assert (tmp_path / "args").read_text() == "-Kdot -Tsvg\n" and (tmp_path / "input").read_text() == MLP_DOT
     assert (tmp_path / "x.svg").read_text() == "<svg/>\n"
     failing = tmp_path / "bin2"
     _stand_in_dot(failing, 'echo "Error: syntax error in line 1" >&2\nexit 1\n')

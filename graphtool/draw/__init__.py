@@ -1,7 +1,7 @@
 """Pictures of graphs: `dftool draw IN OUT.{dot,svg,png}`.
 
     picture = layout(graph, expand=["dense"], depth=0)   # what is drawn: boxes, nodes, edges
-    text = to_dot(picture)                               # Graphviz DOT, built here (no dependency)
+    text = to_dot(picture)                               # Graphviz DOT (the graphviz package)
     write_drawing(text, "out.svg")                       # .dot as is; .svg/.png through Graphviz `dot`
 
 layout.py decides what is drawn (name scopes and while-loop frames collapsed into boxes, or

@@ -1,16 +1,17 @@
-"""Writing a picture: DOT text as it is (no dependency), SVG or PNG through Graphviz's `dot`
-program (the system package 'graphviz'); without it those formats are one error line."""
+"""Writing a picture: DOT text as it is, SVG or PNG laid out by Graphviz's `dot` program (the
+system package 'graphviz', run through the `graphviz` Python package); without the program those
+formats are one error line."""
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
+
+import graphviz
 
 from .. import graph_io
 from ..errors import RuntimeFailure, UsageError
 
 FORMATS = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png"}
-DOT_TIMEOUT_SECONDS = 300.0
 
 
 def output_format(path: str, fmt: str | None = None) -> str:
@@ -32,28 +33,29 @@ def check_renderable(fmt: str) -> str | None:
         return None
     program = shutil.which("dot")
     if program is None:
-        raise RuntimeFailure(f"writing {fmt} needs Graphviz's 'dot' program, which is not installed",
-                             hint="install the system package 'graphviz' (apt install graphviz, brew install "
-                                  "graphviz), or write .dot and render it elsewhere")
+        raise _no_dot(fmt)
     return program
+
+
+def _no_dot(fmt: str) -> RuntimeFailure:
+    return RuntimeFailure(f"writing {fmt} needs Graphviz's 'dot' program, which is not installed",
+                          hint="install the system package 'graphviz' (apt install graphviz, brew install "
+                               "graphviz), or write .dot and render it elsewhere")
 
 
 def write_drawing(text: str, path: str, fmt: str) -> None:
     """Write DOT `text` to `path` as `fmt` (atomically; '-' is stdout)."""
     data = text.encode()
     if fmt != "dot":
-        program = check_renderable(fmt)
-        assert program is not None
+        check_renderable(fmt)
         try:
-            done = subprocess.run([program, f"-T{fmt}"], input=data, capture_output=True,
-                                  timeout=DOT_TIMEOUT_SECONDS, check=False)
-        except subprocess.TimeoutExpired:
-            raise RuntimeFailure(f"Graphviz 'dot' took longer than {DOT_TIMEOUT_SECONDS:g} s to lay out the picture",
-                                 hint="collapse more (a smaller --depth, fewer --expand)") from None
+            data = graphviz.pipe("dot", fmt, data, quiet=True)
+        except graphviz.ExecutableNotFound:
+            raise _no_dot(fmt) from None
+        except graphviz.CalledProcessError as exc:
+            message = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else str(exc.stderr or "")
+            problem = (message.strip().splitlines() or ["no message"])[0]
+            raise RuntimeFailure(f"Graphviz 'dot' failed to render {fmt}: {problem}") from None
         except OSError as exc:
             raise RuntimeFailure(f"cannot run Graphviz 'dot': {exc}") from None
-        if done.returncode != 0:
-            problem = (done.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[0]
-            raise RuntimeFailure(f"Graphviz 'dot' failed to render {fmt}: {problem}")
-        data = done.stdout
     graph_io.write_atomic(path, data)
