@@ -13,7 +13,7 @@ from rich.table import Table
 from graphtool import graph_io
 from graphtool.exec.trace import write_trace
 from graphtool.placement.device_names import short_device_name
-from graphtool.profiling import cost_model, profile_report, profile_steps, summarize
+from graphtool.profiling import cost_model, flops_per_node, profile_report, profile_steps, summarize
 
 from .common import common_options, console, emit_report, info, settings
 from .output import notice, result_console, results_shown, show, take_stdout
@@ -66,7 +66,10 @@ def command(graph, feed_pairs, feeds_file, fetches, device, threads, timeout, re
         steps = profile_steps(session, fetch_list, feeds, repeat=repeat, warmup=warmup, timeout=timeout,
                               allow_dead=not fetches, max_time=max_time, on_step=progress.advance)
     summary = summarize(steps)
-    document = profile_report(summary, graph=graph, repeat=len(steps), warmup=warmup, top=top)
+    flops, why_none = flops_per_node(session.graph, feeds)
+    if why_none:
+        notice(f"no FLOP figures: {why_none}")
+    document = profile_report(summary, graph=graph, repeat=len(steps), warmup=warmup, top=top, flops_per_node=flops)
     if session.jit_report is not None:
         document["jit"] = session.jit_report.to_json()
     # Files first: if one cannot be written, the error is all that is printed.
@@ -147,11 +150,26 @@ def _spread(entry: dict) -> str:
     return f"±{entry['spread_percent']:.0f}%"
 
 
+def _gflops(entry: dict) -> str:
+    """Achieved GFLOP/s, '-' where the op does no arithmetic or its FLOPs are unknown."""
+    rate = entry.get("gflops_per_s")
+    return "-" if rate is None else f"{rate:.3g}" if rate < 1000 else f"{rate:.0f}"
+
+
+def format_flops(count: float) -> str:
+    """39000 -> '39 KFLOP', 4.5e9 -> '4.5 GFLOP'."""
+    for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("KFLOP", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.3g} {unit}"
+    return f"{count:.0f} FLOP"
+
+
 def _op_table(document: dict) -> Table:
     return _table("time per op type (per step; median over the steps, ± half the interquartile range)",
-                  ["op", "nodes", "calls", "median ms", "±", "%", "cum %", "memory"],
+                  ["op", "nodes", "calls", "median ms", "±", "%", "cum %", "GFLOP/s", "memory"],
                   [[o["op"], o["nodes"], f"{o['calls']:g}", f"{o['median_ms']:.3f}", _spread(o), f"{o['percent']:.1f}",
-                    f"{o['cumulative_percent']:.1f}", format_bytes(o["allocated_bytes"])] for o in document["ops"]])
+                    f"{o['cumulative_percent']:.1f}", _gflops(o), format_bytes(o["allocated_bytes"])]
+                   for o in document["ops"]])
 
 
 def _node_tables(document: dict, top: int) -> list[Table]:
@@ -212,6 +230,10 @@ def render(document: dict, top: int) -> None:
                   f"warm-up; step time median {times['median']:.3f} ms ±{times['spread_percent']:.0f}%, "
                   f"mean {times['mean']:.3f} ms, min {times['min']:.3f} ms, max {times['max']:.3f} ms; "
                   f"{document['nodes_executed']:g} node executions per step")
+    if document["flops_per_step"]:
+        rate = document["flops_per_step"] / (times["median"] * 1e6) if times["median"] > 0 else 0.0
+        show(console, f"work: {format_flops(document['flops_per_step'])} per step, {rate:.3g} GFLOP/s "
+                      f"achieved in the median step")
     if document["first_run_ms"] is not None:
         later = document["warmup_ms"][1:]
         show(console, f"first run {document['first_run_ms']:.3f} ms (building the plan, compiling, first "

@@ -115,15 +115,17 @@ def profile(graph: Graph, feeds: Feeds = None, fetches: Fetches = None, *, repea
     """Run `graph` `warmup` times, then `repeat` measured times (fewer if `max_time` seconds of
     measured steps pass first); return the report `dftool profile --json` prints (step times, per-op and per-node time and memory, peak memory per
     device, critical path). `name` fills its `graph` field."""
-    from .profiling import profile_report, profile_steps, summarize
+    from .profiling import flops_per_node, profile_report, profile_steps, summarize
 
     if repeat < 1 or warmup < 0:
         raise UsageError(f"profile needs repeat >= 1 and warmup >= 0 (got repeat={repeat}, warmup={warmup})")
     session = _session(graph, device, threads, False, jit)
     names, named = _fetch_list(session, fetches)
-    steps = profile_steps(session, names, _feed_values(session, feeds), repeat=repeat, warmup=warmup,
+    values = _feed_values(session, feeds)
+    steps = profile_steps(session, names, values, repeat=repeat, warmup=warmup,
                           timeout=timeout, allow_dead=not named, max_time=max_time)
-    return profile_report(summarize(steps), graph=name, repeat=len(steps), warmup=warmup, top=top)
+    flops, _ = flops_per_node(session.graph, values)
+    return profile_report(summarize(steps), graph=name, repeat=len(steps), warmup=warmup, top=top, flops_per_node=flops)
 
 
 # --- transforms ----------------------------------------------------------------------------------

@@ -131,7 +131,7 @@ def test_profile_shows_medians_with_spread_and_the_first_run_apart():
     code, stdout, stderr = run_dftool("profile", *sample_args("mlp"), "--repeat", 5, "--warmup", 2)
     assert code == 0, stderr
     header = next(line for line in stdout.splitlines() if line.startswith("op "))
-    assert header.split() == ["op", "nodes", "calls", "median", "ms", "±", "%", "cum", "%", "memory"]
+    assert header.split() == ["op", "nodes", "calls", "median", "ms", "±", "%", "cum", "%", "GFLOP/s", "memory"]
     first = next(line for line in stdout.splitlines() if line.startswith("first run "))
     assert re.fullmatch(r"first run \d+\.\d{3} ms \(building the plan, compiling, first allocations; not in "
                         r"the figures below\); other warm-up steps \d+\.\d{3} ms", first), first
@@ -157,3 +157,27 @@ def test_profile_max_time_boxes_the_measured_steps():
 def test_profile_max_time_must_be_a_positive_number(args, message):
     code, _, stderr = run_dftool("profile", *sample_args("mlp"), *args)
     assert code == 2 and message in stderr
+
+
+def test_profile_counts_flops_per_step_and_the_gflops_achieved():
+    code, stdout, stderr = run_dftool("profile", *sample_args("mlp"), "--repeat", 3, "--json")
+    assert code == 0, stderr
+    document = json.loads(stdout)
+    nodes = {n["name"]: n for n in document["nodes"]}
+    # x is fed as [4, 16]: dense is 4x16 @ 16x32, logits 4x32 @ 32x10, at 2 FLOPs per multiply-add.
+    assert (nodes["dense/MatMul"]["flops"], nodes["logits/MatMul"]["flops"]) == (2 * 4 * 16 * 32, 2 * 4 * 32 * 10)
+    matmul = next(o for o in document["ops"] if o["op"] == "MatMul")
+    assert matmul["flops"] == 2 * 4 * 16 * 32 + 2 * 4 * 32 * 10
+    assert matmul["gflops_per_s"] == pytest.approx(matmul["flops"] / (matmul["median_ms"] * 1e6), rel=1e-3)
+    assert nodes["x"]["flops"] == 0 and nodes["x"]["gflops_per_s"] is None          # a source does no arithmetic
+    assert document["flops_per_step"] == sum(n["flops"] for n in document["nodes"])
+    assert re.search(r"^work: \d+(\.\d+)? KFLOP per step, \S+ GFLOP/s achieved in the median step$",
+                     stderr, re.M)   # the tables go to stderr with --json
+
+
+def test_a_loop_bodys_flops_count_every_iteration():
+    code, stdout, stderr = run_dftool("profile", *sample_args("while_loop"), "--repeat", 2, "--json")
+    assert code == 0, stderr
+    nodes = {n["name"]: n for n in json.loads(stdout)["nodes"]}
+    # accumulate/Mul multiplies a float32[3] once per iteration, 6 iterations per step.
+    assert (nodes["accumulate/Mul"]["calls"], nodes["accumulate/Mul"]["flops"]) == (6, 3 * 6)

@@ -12,6 +12,9 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+import numpy as np
+
+from ..errors import DftoolError
 from ..exec.step_stats import StepStats
 from ..placement.cost_model import SCHEMA as COST_MODEL_SCHEMA
 from ..placement.device_names import parse_device_name
@@ -65,9 +68,12 @@ def _count(mean: float) -> int:
 
 
 def profile_report(summary: ProfileSummary, *, graph: str, repeat: int, warmup: int,
-                   top: int = DEFAULT_TOP) -> dict:
-    """Everything the profile found, as the JSON document `--report` writes."""
+                   top: int = DEFAULT_TOP, flops_per_node: dict[str, int | None] | None = None) -> dict:
+    """Everything the profile found, as the JSON document `--report` writes. With
+    `flops_per_node` (one execution of each node, graphtool.costs.node_costs), ops and nodes also
+    get their FLOPs per step and the GFLOP/s achieved in their median time."""
     times = summary.step_times
+    work = _Work(summary, flops_per_node or {})
     return {
         "schema": PROFILE_SCHEMA,
         "graph": graph,
@@ -85,11 +91,13 @@ def profile_report(summary: ProfileSummary, *, graph: str, repeat: int, warmup: 
         "nodes_executed": _count(summary.nodes_executed),
         "loop_iterations": summary.iterations,
         "ops": [{"op": row.op, "nodes": row.nodes, "calls": _count(row.calls), "avg_ms": _ms(row.time_ns),
-                 **_spread_entry(row.spread),
+                 **_spread_entry(row.spread), **work.entry(work.op_flops.get(row.op), row.spread.median_ns),
                  "percent": round(row.percent, 4), "cumulative_percent": round(row.cumulative_percent, 4),
                  "allocated_bytes": _count(row.allocated_bytes), "output_bytes": _count(row.output_bytes)}
                 for row in summary.ops],
-        "nodes": [_node_entry(row) for row in summary.nodes],
+        "nodes": [{**_node_entry(row), **work.entry(work.node_flops.get((row.device, row.name)), row.spread.median_ns)}
+                  for row in summary.nodes],
+        "flops_per_step": work.total,
         "top_by_time": [row.name for row in summary.top_nodes_by_time(top)],
         "top_by_memory": [row.name for row in summary.top_nodes_by_memory(top)],
         "memory": {"peak_bytes": summary.peak_bytes},
@@ -106,6 +114,47 @@ def _transfers_entry(summary: ProfileSummary) -> dict:
                    "time_ms": _ms(row.time_ns), "latency_ms": _ms(row.latency_ns)} for row in summary.edges],
         "network": {"count": _count(network.count), "bytes": _count(network.bytes), "time_ms": _ms(network.time_ns)},
     }
+
+
+def flops_per_node(graph, feeds: dict) -> tuple[dict[str, int | None], str | None]:
+    """FLOPs of one execution of each node of `graph` (the graph a session ran) at the fed
+    shapes, graphtool/costs.py counting; and why there are none when shape inference cannot
+    follow the graph (the profile stands without them)."""
+    from ..costs import flops_by_node, node_costs
+
+    try:
+        costs = node_costs(graph, feed_shapes={name: list(np.shape(value)) for name, value in feeds.items()})
+    except DftoolError as exc:
+        return {}, exc.one_line()
+    return flops_by_node(costs.values()), None
+
+
+class _Work:
+    """FLOPs per step of each measured node (its FLOPs per execution times its executions per
+    step: a loop body's every iteration) and op type (the sum of its nodes whose FLOPs are
+    known), and the total; None where no estimate exists (a function call, an unknown rank)."""
+
+    def __init__(self, summary: ProfileSummary, flops_per_node: dict[str, int | None]):
+        self.node_flops: dict[tuple[str, str], float | None] = {}
+        self.op_flops: dict[str, float | None] = {}
+        for row in summary.nodes:
+            each = flops_per_node.get(row.name)
+            flops = None if each is None else each * row.calls
+            self.node_flops[row.device, row.name] = flops
+            if flops is not None:
+                self.op_flops[row.op] = (self.op_flops.get(row.op) or 0) + flops
+            else:
+                self.op_flops.setdefault(row.op, None)
+        known = [f for f in self.node_flops.values() if f is not None]
+        self.total = int(round(sum(known))) if known else None
+
+    @staticmethod
+    def entry(flops: float | None, median_ns: float) -> dict:
+        """FLOPs per step and GFLOP/s in the median time (FLOPs per nanosecond); None when the
+        FLOPs are unknown or zero (data movement, sources) or no time was measured."""
+        rate = flops / median_ns if flops and median_ns > 0 else None
+        return {"flops": None if flops is None else int(round(flops)),
+                "gflops_per_s": None if rate is None else round(rate, 4)}
 
 
 def profile_warnings(summary: ProfileSummary, warmup: int) -> list[str]:
