@@ -45,6 +45,62 @@ def assert_(ctx, condition, *data, summarize):
     return ()
 
 
+def summarize_value(value, limit: int) -> str:
+    """TensorFlow's Tensor::SummarizeValue: at most `limit` elements (all when negative), nested
+    brackets by dimension, '...' where elements were left out."""
+    import numpy as np
+
+    array = np.asarray(value)
+    flat = array.reshape(-1)
+    shown = flat.size if limit < 0 else min(limit, flat.size)
+
+    def text(item) -> str:
+        if isinstance(item, bytes):
+            return item.decode("utf-8", "backslashreplace")
+        return str(item.item() if hasattr(item, "item") else item)
+
+    if array.ndim <= 1:
+        body = " ".join(text(v) for v in flat[:shown])
+        return body + ("..." if shown < flat.size else "")
+    strides = [int(np.prod(array.shape[i + 1:])) for i in range(array.ndim - 1)]
+    body, closed = "", 0
+    for i in range(shown):
+        opened = sum(1 for s in strides if i % s == 0)
+        closed = sum(1 for s in strides if (i + 1) % s == 0)
+        body += ("" if i == 0 or opened else " ") + "[" * opened + text(flat[i]) + "]" * closed
+    return "[" + body + ("" if shown == flat.size else "..." + "]" * (array.ndim - 1 - closed)) + "]"
+
+
+class _PrintCount:
+    """How many times one Print node has logged in a session (first_n)."""
+
+    def __init__(self):
+        import threading
+
+        self.lock, self.count = threading.Lock(), 0
+
+    def take(self, first_n: int) -> bool:
+        with self.lock:
+            if 0 <= first_n <= self.count:
+                return False
+            self.count += 1
+            return True
+
+
+@kernel("Print")
+def print_(ctx, x, *data, message, first_n, summarize):
+    import sys
+
+    if first_n >= 0:
+        counter = ctx.resources.session.lookup_or_create(("Print", ctx.node_name), _PrintCount)
+        if not counter.take(first_n):
+            return x
+    host = [ctx.xp.asnumpy(d) if hasattr(ctx.xp, "asnumpy") else d for d in data]
+    sys.stderr.write(message + "".join(f"[{summarize_value(d, summarize)}]" for d in host) + "\n")
+    sys.stderr.flush()
+    return x
+
+
 @kernel("Abort")
 def abort(ctx, *, error_msg, exit_without_error):
     # TensorFlow's Abort ends the process; a runtime keeps the process and fails the step instead.
