@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "profile_cmd",
     "samples_cmd",
     "cluster_cmd",
+    "transform_cmd",
 )
 
 # signal name -> (exit code, what the error line says). 128 + the signal number, as shells report it.

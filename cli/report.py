@@ -30,6 +30,7 @@ REPORT_VERSIONS = {
     "profile": 2,
     "cluster": 2,
     "replicate": 1,
+    "transform": 1,
     # `dftool inspect CKPT`: the report of the inspect command on a checkpoint, not on a graph.
     "inspect_checkpoint": 1,
 }

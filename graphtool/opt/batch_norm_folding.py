@@ -134,13 +134,28 @@ def _new_const(graph: Graph, near: Node, what: str, value: np.ndarray, dtype, pa
                           attrs={"dtype": dtype, "value": value.astype(dtype.numpy, copy=False)})
 
 
+def _free_constant(node: Node) -> bool:
+    """A Const, or an Identity chain down to one, with no control inputs anywhere: never dead and
+    ready as the step starts, so a control edge from it orders nothing."""
+    while node.op == "Identity" and not node.control_inputs:
+        node = node.inputs[0].node
+    return node.op == "Const" and not node.control_inputs
+
+
 def drop_dead(graph: Graph, ctx: PassContext, nodes: list[Node]) -> None:
-    """Remove producers a fold left without users, and theirs in turn (pure nodes only)."""
+    """Remove producers a fold left without users, and theirs in turn (pure nodes only). A
+    constant that only control edges still reach (a frozen Keras graph hangs its variable reads on
+    the output's NoOp) goes too, with those edges: they ordered nothing."""
     stack = list(dict.fromkeys(nodes))
     while stack:
         node = stack.pop()
-        if graph.get(node.name) is not node or node.has_users or not ctx.can_rewrite(node):
+        if graph.get(node.name) is not node or node.uses() or not ctx.can_rewrite(node):
             continue
+        if node.control_uses:
+            if not _free_constant(node):
+                continue
+            for user in node.control_uses:
+                user.remove_control_input(node)
         producers = list(dict.fromkeys(node.input_nodes()))
         graph.remove_node(node)
         stack.extend(producers)
