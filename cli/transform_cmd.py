@@ -37,8 +37,8 @@ def _check_names(graph, option: str, names: list[str]) -> None:
 
 def _summary(applied) -> str:
     counts = ", ".join(f"{k}={v}" for k, v in applied.result.counts.items()) or "nothing to change"
-    return (f"{str(applied.spec):30} {counts}  (nodes {applied.nodes_before} -> {applied.nodes_after}, "
-            f"{applied.seconds * 1e3:.1f} ms)")
+    timing = f", {applied.seconds * 1e3:.1f} ms" if settings.verbose else ""
+    return f"{applied.spec}: {counts} (nodes {applied.nodes_before} -> {applied.nodes_after}{timing})"
 
 
 @click.command("transform")

@@ -86,6 +86,8 @@ class StripUnusedNodes(Transform):
             if parsed:
                 node.set_attr("shape", parsed[index] if len(parsed) > 1 else parsed[0])
                 retyped += 1
+        if parsed or dtype is not None:
+            _check_shapes(graph, pruned)
         ctx.inputs = [feed.node for feed in report.feeds]
         result = TransformResult.from_counts(
             [f"input {feed.tensor} is Placeholder '{feed.node}'" for feed in report.feeds if feed.tensor != feed.node],
@@ -93,6 +95,18 @@ class StripUnusedNodes(Transform):
             placeholders_changed=retyped)
         result.graph = pruned  # prune builds a new graph: the runner continues with it
         return result
+
+
+def _check_shapes(original: Graph, pruned: Graph) -> None:
+    """UsageError when the new input dtypes or shapes make a node fail shape inference that did
+    not fail before (an override that contradicts the graph)."""
+    from ..shape_inference import infer_shapes
+
+    before = {node.name for node in infer_shapes(original).errors}
+    for node, message in infer_shapes(pruned).errors.items():
+        if node.name not in before:
+            raise UsageError(f"strip_unused_nodes: the input types/shapes do not fit the graph: {message}",
+                             hint="check shape= and type= against the tensors they replace (dftool inspect --nodes)")
 
 
 def _short_names():

@@ -18,6 +18,8 @@ from .. import dtypes
 from ..ir import Graph, Node
 from .base import Param, Transform, TransformContext, TransformResult, register_transform
 
+QUINT8 = dtypes.from_name("quint8")
+
 
 def _float_consts(graph: Graph, minimum_size: int) -> list[tuple[Node, np.ndarray]]:
     """Float32 Consts of at least `minimum_size` elements, with their values."""
@@ -37,8 +39,8 @@ def quantize(value: np.ndarray) -> tuple[np.ndarray, np.float32, np.float32]:
     from ..exec.devices import CPUDevice
 
     scratch = Graph()
-    node = scratch.add_node("QuantizeV2", "quantize", attrs={"T": dtypes.quint8, "mode": "MIN_FIRST"})
-    out_dtypes = [dtypes.quint8, dtypes.float32, dtypes.float32]
+    node = scratch.add_node("QuantizeV2", "quantize", attrs={"T": QUINT8, "mode": "MIN_FIRST"})
+    out_dtypes = [QUINT8, dtypes.float32, dtypes.float32]
     ctx = KernelContext(np, node.name, node.op, out_dtypes, CPUDevice())
     low, high = np.float32(min(float(value.min()), 0.0)), np.float32(max(float(value.max()), 0.0))
     kernel = bind(lookup("QuantizeV2", CPU), node)
@@ -60,11 +62,11 @@ class QuantizeWeights(Transform):
             name, device, controls = node.name, node.device, list(node.control_inputs)
             consts = [graph.add_node("Const", graph.unique_name(f"{name}_quantized_{what}"), device=device,
                                      control_inputs=controls, attrs={"dtype": dtype, "value": array})
-                      for what, dtype, array in (("value", dtypes.quint8, q), ("min", dtypes.float32, low),
+                      for what, dtype, array in (("value", QUINT8, q), ("min", dtypes.float32, low),
                                                  ("max", dtypes.float32, high))]
             dequantize = graph.add_node("Dequantize", graph.unique_name(f"{name}_dequantize"),
                                         inputs=[c.output(0) for c in consts], device=device,
-                                        attrs={"T": dtypes.quint8, "mode": "MIN_FIRST", "dtype": dtypes.float32})
+                                        attrs={"T": QUINT8, "mode": "MIN_FIRST", "dtype": dtypes.float32})
             graph.replace_all_uses_with(node.output(0), dequantize.output(0))
             graph.move_control_uses(node, dequantize)
             graph.remove_node(node)

@@ -57,7 +57,15 @@ def summarize_value(value, limit: int) -> str:
     def text(item) -> str:
         if isinstance(item, bytes):
             return item.decode("utf-8", "backslashreplace")
-        return str(item.item() if hasattr(item, "item") else item)
+        if isinstance(item, np.bool_):
+            return "1" if item else "0"
+        if isinstance(item, np.floating) and item.dtype.itemsize <= 8:
+            # TensorFlow's FloatToBuffer / DoubleToBuffer: %g with FLT_DIG (DBL_DIG) digits,
+            # FLT_DIG + 3 (DBL_DIG + 2) when that does not read back as the same value.
+            short, full = (6, 9) if item.dtype.itemsize <= 4 else (15, 17)
+            shown = f"{float(item):.{short}g}"
+            return shown if item.dtype.type(shown) == item else f"{float(item):.{full}g}"
+        return str(item)
 
     if array.ndim <= 1:
         body = " ".join(text(v) for v in flat[:shown])
