@@ -174,8 +174,8 @@ class FoldScale(Rule):
         if site.ctx.strict_fp or not site.contraction(node):
             return None
         mul = site.sole_reader(node, frozenset({"Mul"}))
-        operand = mul and site.other_operand(mul, node)
-        if not operand:
+        operand = None if mul is None else site.other_operand(mul, node)
+        if mul is None or operand is None:
             return None
         filt = site.constant(node.inputs[1])
         scale = site.constant(operand[1])
@@ -216,8 +216,8 @@ class AddToBias(Rule):
         if not site.contraction(node):
             return None
         add = site.sole_reader(node, _ADDS)
-        operand = add and site.other_operand(add, node)
-        if not operand or (add.op == "Sub" and operand[0] != 1):
+        operand = None if add is None else site.other_operand(add, node)
+        if add is None or operand is None or (add.op == "Sub" and operand[0] != 1):
             return None
         filt = site.constant(node.inputs[1])
         bias = site.constant(operand[1])

@@ -43,8 +43,8 @@ def run_transforms(graph: Graph, specs: list[TransformSpec],
     changed in place, unless a transform such as strip_unused_nodes built a new one)."""
     import time
 
-    bound = [(spec, lookup(spec.name), None) for spec in specs]
-    bound = [(spec, cls, cls.bind(spec.params)) for spec, cls, _ in bound]
+    classes = [lookup(spec.name) for spec in specs]
+    bound = [(spec, cls, cls.bind(spec.params)) for spec, cls in zip(specs, classes)]
     applied = []
     for spec, cls, params in bound:
         before, start = len(graph), time.perf_counter()

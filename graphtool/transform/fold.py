@@ -45,7 +45,7 @@ def evaluated_constant(budget: int) -> ConstantOf:
               and not PassContext.is_side_effecting(node) and not is_random(node.op)):
             values = [outputs(ref.node, depth + 1) for ref in node.inputs]
             if all(v is not None for v in values):
-                args = [v[ref.index] for v, ref in zip(values, node.inputs)]  # type: ignore[index]  # checked just above
+                args = [v[ref.index] for v, ref in zip(values, node.inputs) if v is not None]
                 try:
                     computed = evaluate(node, args)
                 except Exception:  # a kernel refusing these values: not a constant we can use
@@ -81,8 +81,9 @@ class FoldFusedBatchNorm(Rule):
         if bn.attr("data_format") != node.attr("data_format") or any(
                 ref.node is bn and ref.index for c, slot in bn.uses() for ref in [c.inputs[slot]]):
             return None
-        values = [site.constant(ref) for ref in (node.inputs[1], *bn.inputs[1:5])]
-        if any(v is None for v in values):
+        found = [site.constant(ref) for ref in (node.inputs[1], *bn.inputs[1:5])]
+        values = [v for v in found if v is not None]
+        if len(values) != len(found):
             return None
         filt, *stats = values
         channels = output_channels(node, filt)
@@ -128,7 +129,7 @@ class FoldBatchNorms(Transform):
 
     def apply(self, graph: Graph, ctx: TransformContext, params) -> TransformResult:
         pass_ctx = PassContext(keep=ctx.protected())
-        totals: dict[str, int] = {}
+        totals: dict[str, int] = {}  # only rules that applied appear in a sweep's stats
         for _ in range(MAX_SWEEPS):
             constant = evaluated_constant(params["max_constant_bytes"])
             site = _Site(graph, pass_ctx, constant, CONTRACTIONS)
@@ -138,4 +139,4 @@ class FoldBatchNorms(Transform):
                 break
             for key, count in result.stats.items():
                 totals[key] = totals.get(key, 0) + count
-        return TransformResult.from_counts(**totals)
+        return TransformResult(totals)

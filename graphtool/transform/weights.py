@@ -43,7 +43,9 @@ def quantize(value: np.ndarray) -> tuple[np.ndarray, np.float32, np.float32]:
     out_dtypes = [QUINT8, dtypes.float32, dtypes.float32]
     ctx = KernelContext(np, node.name, node.op, out_dtypes, CPUDevice())
     low, high = np.float32(min(float(value.min()), 0.0)), np.float32(max(float(value.max()), 0.0))
-    kernel = bind(lookup("QuantizeV2", CPU), node)
+    kernel_def = lookup("QuantizeV2", CPU)
+    assert kernel_def is not None, "graphtool/exec/kernels/nn_quant.py registers QuantizeV2"
+    kernel = bind(kernel_def, node)
     q, q_min, q_max = kernel(ctx, value.astype(np.float32), low, high)
     return np.asarray(q), np.float32(q_min), np.float32(q_max)
 
