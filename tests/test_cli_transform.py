@@ -176,7 +176,8 @@ def test_insert_logging_prints_the_values_when_run(tmp_path):
     assert code == 0, stderr
     shown = " ".join(f"{float(np.float32(v)):.6g}" if np.float32(f"{float(v):.6g}") == v else f"{float(v):.9g}"
                      for v in hidden.reshape(-1)[:4])
-    assert stderr.splitlines() == [f"dense/Relu;[[[{shown}...]]]"]
+    # TensorFlow's Print: [SummarizeValue] with a matrix's rows bracketed and '...' where cut.
+    assert stderr.splitlines() == [f"dense/Relu;[[{shown}...]...]"]
     np.testing.assert_array_equal(mlp_probs(load_graph(tmp_path / "logged.pb")), mlp_probs(load_graph(MLP)))
 
 
@@ -192,7 +193,7 @@ def test_insert_logging_of_an_output_keeps_its_name_and_first_n_counts(tmp_path,
     first = session.run(["probs"], feeds).values[0]
     session.run(["probs"], feeds)
     printed = capfd.readouterr().err.splitlines()
-    assert len(printed) == 1 and printed[0].startswith("p: [[[") and printed[0].endswith("]]]")
+    assert len(printed) == 1 and printed[0].startswith("p: [[") and printed[0].endswith("]]")
     np.testing.assert_array_equal(first, mlp_probs(load_graph(MLP)))
 
 
@@ -288,3 +289,17 @@ def test_print_op_passes_its_gradient_to_the_input(capfd):
     [grad] = Session(graph, threads=1).run(["grad/x"], {"x": value}).values
     np.testing.assert_array_equal(grad, 2 * value)
     assert capfd.readouterr().err == "x=[1 -2 0.5]\n"
+
+
+@pytest.mark.parametrize("values, summarize, expected", [
+    # What tf.compat.v1.Print logged for these (TensorFlow 2.21): message + "[" + SummarizeValue + "]".
+    ([np.array([[0.248495847, 0, 0.1], [3, 4, 5]], np.float32), np.array([True, False]),
+      np.array([b"ab", b"c"], object), np.arange(5, dtype=np.int32), np.float64(2.5)], 4,
+     "m;[[0.248495847 0 0.1][3...]...][1 0][ab c][0 1 2 3...][2.5]"),
+    ([np.arange(8).reshape(2, 2, 2)], -1, "m;[[[0 1][2 3]][[4 5][6 7]]]"),
+    ([np.arange(8).reshape(2, 2, 2)], 3, "m;[[[0 1][2...]]...]"),
+])
+def test_print_formats_values_as_tensorflow(values, summarize, expected, capfd):
+    from graphtool.exec.kernels.core import summarize_value
+
+    assert "m;" + "".join(f"[{summarize_value(v, summarize)}]" for v in values) == expected

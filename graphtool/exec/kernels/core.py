@@ -46,13 +46,13 @@ def assert_(ctx, condition, *data, summarize):
 
 
 def summarize_value(value, limit: int) -> str:
-    """TensorFlow's Tensor::SummarizeValue: at most `limit` elements (all when negative), nested
-    brackets by dimension, '...' where elements were left out."""
+    """TensorFlow's Tensor::SummarizeValue: at most `limit` elements (all when negative); a tensor
+    of rank 2 or more as bracketed rows (PrintOneDim), '...' where elements were left out."""
     import numpy as np
 
     array = np.asarray(value)
     flat = array.reshape(-1)
-    shown = flat.size if limit < 0 else min(limit, flat.size)
+    limit = flat.size if limit < 0 else min(limit, flat.size)
 
     def text(item) -> str:
         if isinstance(item, bytes):
@@ -68,15 +68,32 @@ def summarize_value(value, limit: int) -> str:
         return str(item)
 
     if array.ndim <= 1:
-        body = " ".join(text(v) for v in flat[:shown])
-        return body + ("..." if shown < flat.size else "")
-    strides = [int(np.prod(array.shape[i + 1:])) for i in range(array.ndim - 1)]
-    body, closed = "", 0
-    for i in range(shown):
-        opened = sum(1 for s in strides if i % s == 0)
-        closed = sum(1 for s in strides if (i + 1) % s == 0)
-        body += ("" if i == 0 or opened else " ") + "[" * opened + text(flat[i]) + "]" * closed
-    return "[" + body + ("" if shown == flat.size else "..." + "]" * (array.ndim - 1 - closed)) + "]"
+        return " ".join(text(v) for v in flat[:limit]) + ("..." if flat.size > limit else "")
+    out: list[str] = []
+    index = 0
+
+    def one_dim(dim: int) -> None:  # TensorFlow's PrintOneDim, step for step
+        nonlocal index
+        if index >= limit:
+            return
+        if dim == array.ndim - 1:
+            for i in range(array.shape[dim]):
+                if index >= limit:
+                    out.append("...")  # dim > 0 here: rank >= 2
+                    return
+                out.append((" " if i else "") + text(flat[index]))
+                index += 1
+            return
+        for _ in range(array.shape[dim]):
+            opened = index < limit
+            if opened:
+                out.append("[")
+            one_dim(dim + 1)
+            if index < limit or opened:
+                out.append("]")
+
+    one_dim(0)
+    return "".join(out) + ("..." if flat.size > limit else "")
 
 
 class _PrintCount:
