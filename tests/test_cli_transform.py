@@ -299,7 +299,7 @@ def test_print_op_passes_its_gradient_to_the_input(capfd):
     ([np.arange(8).reshape(2, 2, 2)], -1, "m;[[[0 1][2 3]][[4 5][6 7]]]"),
     ([np.arange(8).reshape(2, 2, 2)], 3, "m;[[[0 1][2...]]...]"),
 ])
-def test_print_formats_values_as_tensorflow(values, summarize, expected, capfd):
+def test_print_formats_values_as_tensorflow(values, summarize, expected):
     from graphtool.exec.kernels.core import summarize_value
 
     assert "m;" + "".join(f"[{summarize_value(v, summarize)}]" for v in values) == expected

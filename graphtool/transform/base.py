@@ -16,6 +16,7 @@ the graph's inputs and outputs: transforms keep those names and values.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Any, ClassVar
 
 from ..errors import UsageError
@@ -130,8 +131,8 @@ def register_transform(cls: type[Transform]) -> type[Transform]:
 
 
 def registered_transforms() -> dict[str, type[Transform]]:
-    from . import TRANSFORM_MODULES  # noqa: F401  (importing the package registers every transform)
-
+    # Importing the package registers every transform (by name: the package imports this module).
+    import_module(__name__.rsplit(".", 1)[0])
     return dict(sorted(_TRANSFORMS.items()))
 
 
