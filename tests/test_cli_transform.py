@@ -303,3 +303,16 @@ def test_print_formats_values_as_tensorflow(values, summarize, expected):
     from graphtool.exec.kernels.core import summarize_value
 
     assert "m;" + "".join(f"[{summarize_value(v, summarize)}]" for v in values) == expected
+
+
+def test_insert_logging_skips_what_it_cannot_log(tmp_path):
+    graph = Graph()
+    x = placeholder(graph, "x", [4, 6])
+    axis = const(graph, "axis", 1, dtype=dtypes.int32)
+    graph.add_node("Split", "split", inputs=[axis.output(0), x.output(0)], attrs={"T": dtypes.float32, "num_split": 2})
+    source = write_graph(graph, tmp_path / "g.pb")
+    code, _, lines = transform(tmp_path, "--apply", "insert_logging(prefix=split)", source=source)
+    assert code == 0, lines
+    assert lines[:3] == ["insert_logging(prefix=split): nodes_skipped=1 (nodes 3 -> 3)",
+                         "    note: not logged (control flow, no printable output, or a multi-output graph output): split",
+                         "    note: no node could be logged"]

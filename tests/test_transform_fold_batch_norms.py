@@ -221,22 +221,25 @@ def test_remapper_under_strict_fp_keeps_the_mul_but_still_makes_an_add_a_fused_b
 MOBILENET = TF2 / "keras_mobilenet_v2"
 
 
-def test_optimized_keras_mobilenet_v2_has_no_more_nodes_than_grappler_and_computes_the_same():
-    grappler = json.loads((TF2 / "grappler_counts.json").read_text())["cases"]["keras_mobilenet_v2"]
-    case = json.loads((MOBILENET / "case.json").read_text())
-    graph = from_graphdef(graph_io.load_graphdef(str(MOBILENET / "graph.pb")), "mobilenet")
+@pytest.mark.parametrize("name", ["keras_mobilenet_v2", "keras_mobilenet_v2_1000"])
+def test_optimized_keras_mobilenet_v2_has_no_more_nodes_than_grappler_and_computes_the_same(name):
+    grappler = json.loads((TF2 / "grappler_counts.json").read_text())["cases"][name]
+    case = json.loads((TF2 / name / "case.json").read_text())
+    graph = from_graphdef(graph_io.load_graphdef(str(TF2 / name / "graph.pb")), name)
     original = graph.copy()
     optimize(graph, PassContext(fetches=[graph.tensor(f) for f in case["fetches"]]))
     assert len(graph) <= grappler["nodes_after"], (len(graph), grappler["nodes_after"])
     ops = Counter(n.op for n in graph.nodes)
     assert ops["Mul"] == 0 and ops["Rsqrt"] == 0  # every batch norm folded
-    feeds = dict(np.load(MOBILENET / "feeds.npz"))
-    expected = np.load(MOBILENET / "expected.npz")
+    feeds = dict(np.load(TF2 / name / "feeds.npz"))
+    expected = np.load(TF2 / name / "expected.npz")
     ours = Session(graph, threads=1).run(case["fetches"], feeds).values
     theirs = Session(original, threads=1).run(case["fetches"], feeds).values
     for fetch, after, before in zip(case["fetches"], ours, theirs):
         np.testing.assert_allclose(after, expected[fetch], rtol=case["rtol"], atol=case["atol"])
-        np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-6)
+        # vs the unfolded graph: folding rounds differently; the case's own (looser) tolerances,
+        # as tests/opt/test_optimize_fixtures.py allows a fixture that documents them.
+        np.testing.assert_allclose(after, before, rtol=max(case["rtol"], 1e-5), atol=max(case["atol"], 1e-6))
 
 
 def test_optimize_verify_passes_on_keras_mobilenet_v2(tmp_path):

@@ -40,7 +40,8 @@ class InsertLogging(Transform):
         logged, skipped = 0, []
         for node in chosen:
             outputs = self._outputs(node)
-            if outputs is None:
+            is_output = node.name in ctx.outputs and node.name not in ctx.inputs
+            if outputs is None or (is_output and node.num_outputs != 1):
                 skipped.append(node.name)
                 continue
             self._insert(graph, ctx, node, outputs, params)
@@ -70,8 +71,6 @@ class InsertLogging(Transform):
     def _insert(graph: Graph, ctx: TransformContext, node: Node, outputs, params) -> None:
         refs, types = outputs
         is_output = node.name in ctx.outputs and node.name not in ctx.inputs
-        if is_output and node.num_outputs != 1:
-            return
         message = params["message"] + (f"{node.name};" if params["show_name"] else "") + \
             (f"{node.op};" if params["show_op"] else "")
         users = node.uses(0)
