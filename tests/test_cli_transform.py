@@ -114,11 +114,12 @@ def test_sort_by_execution_order_puts_inputs_first(tmp_path):
     assert [n.name for n in load_graph(tmp_path / "out.pbtxt").nodes] == ["x", "mid", "out"]
 
 
-def test_quantize_weights_keeps_outputs_within_the_quantization_error(tmp_path):
-    code, _, lines = transform(tmp_path, "--apply", "quantize_weights(minimum_size=100)")
+@pytest.mark.parametrize("mode, stored", [("MIN_FIRST", np.uint8), ("SCALED", np.int8)])
+def test_quantize_weights_keeps_outputs_within_the_quantization_error(tmp_path, mode, stored):
+    code, _, lines = transform(tmp_path, "--apply", f"quantize_weights(minimum_size=100, mode={mode})")
     assert code == 0, lines
-    assert lines == ["quantize_weights(minimum_size=100): consts_quantized=2, bytes_before=3328, bytes_after=848 "
-                     "(nodes 11 -> 17)",
+    assert lines == [f"quantize_weights(minimum_size=100, mode={mode}): consts_quantized=2, bytes_before=3328, "
+                     "bytes_after=848 (nodes 11 -> 17)",
                      "    note: weights 3,328 -> 848 bytes",
                      "nodes 11 -> 17, constants 3,496 -> 1,016 bytes"]
     original, quantized = load_graph(MLP), load_graph(tmp_path / "out.pbtxt")
@@ -126,9 +127,13 @@ def test_quantize_weights_keeps_outputs_within_the_quantization_error(tmp_path):
     for name in ("dense/kernel", "logits/kernel"):
         weights = original.node(name).attr("value")
         node = quantized.node(name)  # the Dequantize took the Const's name
-        assert node.op == "Dequantize" and node.attr("mode") == "MIN_FIRST"
+        assert node.op == "Dequantize" and node.attr("mode") == mode
+        assert node.inputs[0].node.attr("value").view(stored).shape == weights.shape
         [value] = Session(quantized, threads=1).run([name], {}).values
-        step = (max(weights.max(), 0) - min(weights.min(), 0)) / 255
+        if mode == "MIN_FIRST":
+            step = (max(weights.max(), 0) - min(weights.min(), 0)) / 255
+        else:  # symmetric: the larger end's magnitude over 127 (qint8 spans -128..127)
+            step = max(-weights.min() / 128, weights.max() / 127)
         assert np.abs(value - weights).max() <= step / 2 * 1.001
     # A probability moves by far less than the weights' own quantization error compounds to.
     np.testing.assert_allclose(mlp_probs(quantized), mlp_probs(original), atol=5e-3)
@@ -251,6 +256,8 @@ def test_json_report_of_several_transforms_validates(tmp_path):
     (["--apply", "set_device(device=a, device=b)"], 2, "error: transform set_device: parameter 'device' given 2 times"),
     (["--apply", "round_weights(num_steps=x)"], 2, "error: round_weights(num_steps=x): expected an integer"),
     (["--apply", "round_weights(num_steps=1)"], 2, "error: round_weights(num_steps=1): needs at least 2 steps"),
+    (["--apply", "quantize_weights(mode=MIN_COMBINED)"], 2,
+     "error: quantize_weights(mode=MIN_COMBINED): expected MIN_FIRST or SCALED"),
     (["--apply", "set_device(if_default=maybe, device=gpu)"], 2,
      "error: set_device(if_default=maybe): expected true or false"),
     (["--apply", "set_device(device=/foo:1)"], 2, "error: set_device(device=/foo:1): bad device name '/foo:1'"),
