@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "samples_cmd",
     "cluster_cmd",
     "draw_cmd",
+    "transform_cmd",
 )
 
 # signal name -> (exit code, what the error line says). 128 + the signal number, as shells report it.

@@ -31,6 +31,7 @@ REPORT_VERSIONS = {
     "cluster": 2,
     "replicate": 1,
     "compare": 1,
+    "transform": 1,
     # `dftool inspect CKPT`: the report of the inspect command on a checkpoint, not on a graph.
     "inspect_checkpoint": 1,
     # `dftool inspect GRAPH --nodes` (--op, --match): the node listing.

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "docs" / "schemas"
 PAGE = ROOT / "docs" / "reports.md"
 # Reports in the order of docs/commands.md, then the cost model file.
-ORDER = ["inspect", "inspect_nodes", "inspect_checkpoint", "prune", "optimize", "place", "partition", "grad", "replicate", "run", "profile", "compare", "cluster", "cost_model"]
+ORDER = ["inspect", "inspect_nodes", "inspect_checkpoint", "prune", "optimize", "transform", "place", "partition", "grad", "replicate", "run", "profile", "compare", "cluster", "cost_model"]
 
 INTRO = """\
 # Reports

@@ -26,7 +26,8 @@ The output of every case is checked: it must import into a fresh tf.Graph, and i
 Grappler off) on the case's feeds and compared with expected.npz using the case's tolerances; both
 results are recorded. A case Grappler fails on records the error instead of counts.
 
-Written to tests/fixtures/tf/grappler_counts.json (keys sorted, so a re-run with the same TensorFlow
+Written to tests/fixtures/tf/grappler_counts.json (or, with --fixtures tests/fixtures/tf2 --only CASE...,
+to that directory's grappler_counts.json: the frozen Keras models' bar for fold_batch_norms) (keys sorted, so a re-run with the same TensorFlow
 gives the same file): per case nodes_before, nodes_after (Grappler), nodes_after_unplaced,
 ops_after (histogram), reproduces_expected, and the TensorFlow version, RewriterConfig and cluster
 used. Last run: TensorFlow 2.21.0 (tensorflow-cpu), every case optimized, imported and reproduced
@@ -57,7 +58,6 @@ tf.disable_control_flow_v2()
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "tf"
-OUTPUT = FIXTURES / "grappler_counts.json"
 RUN_TIMEOUT_MS = 60_000
 # Fixed device properties: the cost-based parts of Grappler see the same machine everywhere.
 CPU_PROPERTIES = {"type": "CPU", "num_cores": 1, "frequency": 1000, "memory_size": 1 << 34}
@@ -190,14 +190,17 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="just these cases (the file is updated in place)")
     parser.add_argument("--print", action="store_true", help="print the table to stdout")
+    parser.add_argument("--fixtures", type=Path, default=FIXTURES,
+                        help="the fixture directory (default tests/fixtures/tf); the counts go to its grappler_counts.json")
     args = parser.parse_args(argv)
+    fixtures, output = args.fixtures.resolve(), args.fixtures.resolve() / "grappler_counts.json"
     config = tf.ConfigProto()  # Grappler's defaults, as a Session without options uses them
-    cases = sorted(p.parent.name for p in FIXTURES.glob("*/graph.pb"))
-    previous = json.loads(OUTPUT.read_text())["cases"] if args.only and OUTPUT.exists() else {}
+    cases = sorted(p.parent.name for p in fixtures.glob("*/graph.pb"))
+    previous = json.loads(output.read_text())["cases"] if args.only and output.exists() else {}
     results = dict(previous)
     for name in cases:
         if not args.only or name in args.only:
-            results[name] = record_case(FIXTURES / name, config)
+            results[name] = record_case(fixtures / name, config)
             entry = results[name]
             print(f"{name:28} {entry['nodes_before']:5} -> {entry.get('nodes_after', 'ERROR'):>5}"
                   f"  (unplaced {entry.get('nodes_after_unplaced', '-')})",
@@ -211,7 +214,7 @@ def main(argv=None) -> int:
         "environment": {"TF_ENABLE_ONEDNN_OPTS": "0"},
         "cases": results,
     }
-    OUTPUT.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    output.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
     failed = [name for name, entry in results.items() if "error" in entry]
     if failed:
         print(f"grappler failed on: {', '.join(failed)}", file=sys.stderr)

@@ -36,6 +36,12 @@ def _identity_grad(ctx, grads):
     return [grads[0]]
 
 
+@gradient("Print")
+def _print_grad(ctx, grads):
+    # TensorFlow's _PrintGrad: the logged input passes its gradient through, the data gets none.
+    return _none_for_rest(ctx, grads[0])
+
+
 @gradient("IdentityN")
 def _identity_n_grad(ctx, grads):
     return list(grads)

@@ -111,6 +111,16 @@ class Graph:
         self._nodes[new_name] = node
 
     # --- mutation -----------------------------------------------------------------------------
+    def reorder(self, order: Iterable[Node]) -> int:
+        """Put the nodes in `order` (every node of the graph, once): the order export writes them
+        in. Returns how many nodes changed position."""
+        order = list(order)
+        if len(order) != len(self._nodes) or {id(n) for n in order} != {id(n) for n in self._nodes.values()}:
+            raise ValueError("reorder needs every node of the graph exactly once")
+        moved = sum(1 for old, new in zip(self._nodes.values(), order) if old is not new)
+        self._nodes = {node.name: node for node in order}
+        return moved
+
     def add_node(self, op: str, name: str | None = None, inputs: Iterable[TensorRef] = (),
                  control_inputs: Iterable[Node] = (), attrs: dict | None = None,
                  device: str = "") -> Node:

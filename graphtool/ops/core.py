@@ -76,6 +76,11 @@ register("NoOp", shape=no_outputs)
 # Assert fails the step when condition is false; frozen graphs keep it (dynamic_rnn adds one).
 register("Assert", inputs=["condition: bool", "data: T"], attrs=["T: list(type) >= 1", "summarize: int = 3"],
          shape=no_outputs, stateful=True)
+# Print passes `input` through and logs `data` (stderr), the first `first_n` times (-1: always);
+# `dftool transform insert_logging` adds it.
+register("Print", inputs=["input: T", "data: U"], outputs=["output: T"],
+         attrs=["T: type", "U: list(type) >= 0", "message: string = ''", "first_n: int = -1",
+                "summarize: int = 3"], shape=unchanged, stateful=True)
 
 # Ops whose value the caller supplies at run time: Placeholders, and the _Args of a call-frame
 # graph (fed by node name). The session, prune and inspect all read this one list.

@@ -18,6 +18,10 @@ run finds nothing to do):
   input's ancestry (a bounded search). The search follows only nodes that are dead whenever an
   input is dead (no Merge, Enter, Exit, NextIteration or ControlTrigger), so dropping the edge
   keeps both the ordering and the deadness of the node.
+- Control edges from constants: `^c` where c is a Const with no inputs at all (so it is never
+  dead and is ready at once) orders nothing (Grappler's dependency optimizer drops them too).
+  A frozen graph hangs its folded variable reads on the output this way; once dropped, dce
+  removes the Consts nobody reads.
 """
 from __future__ import annotations
 
@@ -52,7 +56,7 @@ class DependencyOptimizer(Pass):
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         totals: Counter = Counter()
         for _ in range(MAX_SWEEPS):
-            rules = [RemoveNoOp(), BypassIdentity(graph.frames()), RemoveImpliedControls()]
+            rules = [RemoveNoOp(), BypassIdentity(graph.frames()), RemoveImpliedControls(), RemoveConstControls()]
             result = apply_rules(graph, ctx, rules)
             if not result.changed:
                 break
@@ -199,3 +203,20 @@ def _ancestors_of_inputs(node: Node) -> set[Node]:
             if _passes_deadness(parent):
                 frontier.append(parent)
     return found
+
+
+class RemoveConstControls(Rule):
+    name = "const_control_edges_removed"
+
+    def applies(self, node: Node, ctx: PassContext) -> bool:
+        return any(_free_constant(c) for c in node.control_inputs)
+
+    def rewrite(self, node: Node, graph: Graph, ctx: PassContext) -> bool:
+        for control in [c for c in node.control_inputs if _free_constant(c)]:
+            node.remove_control_input(control)
+        return True
+
+
+def _free_constant(node: Node) -> bool:
+    """A Const with no data or control inputs: never dead, ready as the step starts."""
+    return node.op in ("Const", "HostConst") and not node.inputs and not node.control_inputs

@@ -9,6 +9,10 @@
     before: MatMul(a, b) -> BiasAdd(., bias) -> Tanh 'out'
     after:  _FusedMatMul(a, b, bias, fused_ops=[BiasAdd, Tanh]) 'out'
 
+    before: Conv2D(x, w) -> Mul(., s) -> AddV2(., b)       (s, b per-channel Consts: a frozen Keras batch norm)
+    after:  Conv2D(x, w * s) -> BiasAdd(., b), fused as above in the next iteration
+            (graphtool/opt/batch_norm_folding.py; also for DepthwiseConv2dNative, which keeps its BiasAdd)
+
 Patterns: Conv2D or MatMul, then BiasAdd (or for Conv2D an inference-mode FusedBatchNorm), then
 optionally one activation the fused kernel implements (graphtool/exec/kernels/nn_fused.py, after
 TensorFlow's CPU kernels). The fused node takes the NAME of the last node it replaces, so fetches of
@@ -28,6 +32,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ir import Graph, Node, TensorRef
+from .batch_norm_folding import CONTRACTIONS, folding_rules, plain_constant
 from .base import (Pass, PassContext, PassResult, Rule, apply_rules, const_value_within, redirect_outputs,
                    register_pass)
 
@@ -303,10 +308,15 @@ def _remove_dead_constant(graph: Graph, ctx: PassContext, node: Node) -> None:
 @register_pass
 class Remapper(Pass):
     name = "remapper"
-    description = "fuse Conv2D/MatMul with BiasAdd or batch norm and an activation into one kernel"
+    description = ("fold per-channel Mul/Add batch norms into Conv2D/DepthwiseConv2dNative/MatMul filters and "
+                   "BiasAdds; fuse Conv2D/MatMul with BiasAdd or batch norm and an activation into one kernel")
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
-        if not graph.ops() & {"Conv2D", "MatMul"}:
+        if not graph.ops() & CONTRACTIONS:
             return PassResult(False)
         matcher = _Matcher(graph, ctx)
-        return apply_rules(graph, ctx, [ContractionBias(matcher), FoldBatchNorm(matcher), ConvBatchNorm(matcher)])
+        # Batch norms left as Mul/Add by constants (frozen Keras) first become filter and BiasAdd
+        # (graphtool/opt/batch_norm_folding.py); a later iteration fuses the BiasAdd.
+        folding = folding_rules(graph, ctx, plain_constant(ctx.fold_max_bytes), "remapper")
+        return apply_rules(graph, ctx, [ContractionBias(matcher), FoldBatchNorm(matcher), ConvBatchNorm(matcher),
+                                        *folding])

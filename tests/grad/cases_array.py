@@ -26,6 +26,8 @@ SHAPES = {
     "IdentityN": [Case([[Rand((2,)), Rand((3, 1))]]),
                   Case([[Rand((2,)), Rand((3, 1))]], outputs=(1,), label="no gradient for output 0")],
     "CheckNumerics": [Case([Rand((2, 3))], attrs={"message": "checked"})],
+    # first_n=0: the finite differences run it many times, and nothing needs printing.
+    "Print": [Case([Rand((2, 3)), [Rand((2,)), Rand((3,))]], attrs={"message": "fd", "first_n": 0})],
     "Reshape": single((2, 3), i32([3, -1])) + single((2, 2, 3), i64([4, 3])),
     "ExpandDims": single((2, 3), i32(1)) + single((2, 3), i32(-1)),
     "Squeeze": single((2, 1, 3, 1)) + single((1, 3, 1), attrs={"squeeze_dims": [-1]}),
