@@ -19,8 +19,10 @@ import sys
 # Subcommand modules; each defines `command`. Listed here so `dftool --help` shows them all.
 COMMAND_MODULES = (
     "inspect_cmd",
+    "draw_cmd",
     "run_cmd",
     "optimize_cmd",
+    "transform_cmd",
     "grad_cmd",
     "replicate_cmd",
     "prune_cmd",
@@ -30,8 +32,6 @@ COMMAND_MODULES = (
     "compare_cmd",
     "samples_cmd",
     "cluster_cmd",
-    "draw_cmd",
-    "transform_cmd",
 )
 
 # signal name -> (exit code, what the error line says). 128 + the signal number, as shells report it.
