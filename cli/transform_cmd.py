@@ -60,7 +60,7 @@ def _summary(applied) -> str:
 def command(input_path, output_path, applies, list_transforms, inputs, outputs, text, binary, as_json, report,
             signature):
     """Apply Graph Transform Tool style transforms to IN and write OUT; each says what it changed."""
-    from graphtool.inspect import constant_bytes
+    from graphtool.costs import constant_bytes
     from graphtool.ir.queries import graph_outputs
     from graphtool.ops.core import FED_INPUT_OPS
     from graphtool.transform import TransformContext, lookup, parse_apply, run_transforms
