@@ -200,6 +200,13 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
         session.resolve(name, "fetch")
     if cluster_spec is not None:
         session.use_cluster(start_cluster(cluster_spec, threads=threads, compress=compress))
+    if random_feeds:   # generated inputs, generated state: variables start from their initializers
+        inits = generated_feeds.variable_initializers(session.graph, [session.resolve(n, "fetch").node
+                                                                      for n in fetch_list])
+        if inits:
+            session.run([], feeds, targets=[n.name for n in inits])
+            info(f"ran the initializers of {len(inits)} variable(s) first (as --init would): "
+                 + ", ".join(n.name for n in inits[:5]) + (f", ... ({len(inits) - 5} more)" if len(inits) > 5 else ""))
     return session, feeds, fetch_list
 
 

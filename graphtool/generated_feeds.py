@@ -27,7 +27,7 @@ from .dtypes import DType
 from .errors import RuntimeFailure, UsageError
 from .ir import Graph, Node
 from .ops.core import FED_INPUT_OPS
-from .prune import SIGNATURE_INPUT_ATTR
+from .prune import SIGNATURE_INPUT_ATTR, needed_nodes
 from .shape_inference import infer_shapes
 from .shapes import MAX_RANK, Shape, has_rank
 from .suggest import did_you_mean
@@ -224,3 +224,23 @@ def _check_size(node: Node, dims: list[int], dtype: DType) -> None:
         raise RuntimeFailure(f"cannot make a random feed for placeholder '{node.name}' of shape {dims}: "
                              f"{limits.describe_bytes(size)} is above the tensor limit "
                              f"{limits.describe_bytes(bound)} (--max-tensor-bytes)")
+
+
+# Variables whose value a step reads; their TensorFlow initializer is named `<variable>/Assign`.
+_VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp"})
+_ASSIGN_OPS = frozenset({"Assign", "AssignVariableOp"})
+
+
+def variable_initializers(graph: Graph, fetch_nodes: Iterable[Node]) -> list[Node]:
+    """The initializer of every variable the fetches need (TensorFlow's `<variable>/Assign`, an
+    Assign or AssignVariableOp of the variable), for a run on generated inputs of a graph whose
+    variables nobody initialized; in graph order."""
+    needed = needed_nodes(graph, list(fetch_nodes))
+    found = []
+    for node in graph.nodes:
+        if node.op not in _VARIABLE_OPS or node not in needed:
+            continue
+        init = graph.get(f"{node.name}/Assign")
+        if init is not None and init.op in _ASSIGN_OPS and init.inputs and init.inputs[0].node is node:
+            found.append(init)
+    return found
