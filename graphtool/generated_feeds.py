@@ -25,6 +25,7 @@ import numpy as np
 from . import limits
 from .dtypes import DType
 from .errors import RuntimeFailure, UsageError
+from .feed_constraints import constraints, derived_dims, values_for
 from .ir import Graph, Node
 from .ops.core import FED_INPUT_OPS
 from .prune import SIGNATURE_INPUT_ATTR, needed_nodes
@@ -34,6 +35,9 @@ from .suggest import did_you_mean
 
 # What an unknown dim becomes without a --shape: a batch of one.
 DEFAULT_UNKNOWN_DIM = 1
+
+# Generated strings: this many random lowercase letters (long enough for Substr and the like).
+_TEXT_LENGTH = 16
 
 # Integer inputs in turn: small indices (may be 0), non-zero values (divisors), permutations
 # (InvertPermutation, Transpose perms). --verify uses the first kind the original graph accepts.
@@ -156,19 +160,25 @@ def generate_feeds(graph: Graph, seed: int = 0, skip: Iterable[Node] = (), shape
     inferred = infer_shapes(graph)
     skipped = set(skip)
     named = {find_input(graph, name).name for name in (shapes or {})}
-    feeds: dict[str, np.ndarray] = {}
+    planned: dict[str, tuple[Node, DType, list[int]]] = {}
     for node in graph.nodes:
         if node in skipped:
             continue
         if node.op not in FED_INPUT_OPS and not (node.op == "PlaceholderWithDefault" and node.name in named):
             continue
         dtype = _dtype_of(node, inferred)
-        shape = inferred.shape(node.output(0))
-        if not has_rank(shape) or node.name in named:
-            shape = declared_shape(node) if node.name in named else shape
-        dims = [unknown_dim if d is None else d for d in shape.dims] if has_rank(shape) else [unknown_dim]
+        shape = declared_shape(node) if node.name in named else inferred.shape(node.output(0))
+        declared = derived_dims(node, list(shape.dims), inferred) if has_rank(shape) else None
+        dims = [unknown_dim if d is None else d for d in declared] if declared is not None else [unknown_dim]
         _check_size(node, dims, dtype)
-        feeds[node.name] = _values(rng, dims, dtype, integers)
+        planned[node.name] = (node, dtype, dims)
+    # What the consumers need of the values, seen with every generated feed's concrete shape.
+    concrete = infer_shapes(graph, {name: dims for name, (_, _, dims) in planned.items()}) if planned else inferred
+    needs = constraints(graph, concrete, {name: dims for name, (_, _, dims) in planned.items()})
+    feeds: dict[str, np.ndarray] = {}
+    for name, (node, dtype, dims) in planned.items():
+        value = values_for(needs[name], rng, dims, dtype) if name in needs else None
+        feeds[name] = value if value is not None else _values(rng, dims, dtype, integers)
     return feeds
 
 
@@ -207,7 +217,9 @@ def _values(rng, dims: list[int], dtype: DType, integers: str) -> np.ndarray:
         return (rng.uniform(0.5, 1.5, dims) + 1j * rng.uniform(-1, 1, dims)).astype(dtype.numpy)
     if dtype.is_floating:
         return rng.uniform(0.5, 1.5, dims).astype(dtype.numpy)
-    return np.full(dims, b"x", dtype=object)
+    letters = rng.integers(ord("a"), ord("z") + 1, size=(*dims, _TEXT_LENGTH)).astype(np.uint8)
+    flat = letters.reshape(-1, _TEXT_LENGTH)
+    return np.array([row.tobytes() for row in flat], dtype=object).reshape(dims)
 
 
 def _check_size(node: Node, dims: list[int], dtype: DType) -> None:
