@@ -173,7 +173,7 @@ def generate_feeds(graph: Graph, seed: int = 0, skip: Iterable[Node] = (), shape
         _check_size(node, dims, dtype)
         planned[node.name] = (node, dtype, dims)
     # What the consumers need of the values, seen with every generated feed's concrete shape.
-    concrete = infer_shapes(graph, {name: dims for name, (_, _, dims) in planned.items()}) if planned else inferred
+    concrete = infer_shapes(graph, {name: Shape(dims) for name, (_, _, dims) in planned.items()}) if planned else inferred
     needs = constraints(graph, concrete, {name: dims for name, (_, _, dims) in planned.items()})
     feeds: dict[str, np.ndarray] = {}
     for name, (node, dtype, dims) in planned.items():
