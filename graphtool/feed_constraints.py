@@ -1,7 +1,7 @@
 """What a placeholder's consumers require of its values, for generated feeds.
 
 An integer placeholder that indexes (Gather, GatherV2, ResourceGather, GatherNd, OneHot,
-UnsortedSegmentSum), divides, permutes (Transpose, InvertPermutation), names an axis, gives a
+UnsortedSegment*), divides, permutes (Transpose, InvertPermutation), names an axis, gives a
 shape (Reshape, Slice, StridedSlice, Tile, Fill) or a sequence length (ReverseSequence) gets
 values that work there; a string placeholder parsed as numbers, CSV records or tf.train.Example
 protos gets text of that form; the three placeholders of a SparseTensor (indices, values,
@@ -37,10 +37,7 @@ _AXIS_SLOTS = {
 }
 _DIVIDING = frozenset({"Div", "FloorDiv", "FloorMod", "Mod", "TruncateDiv", "TruncateMod", "RealDiv", "DivNoNan"})
 # Sparse ops: (indices slot, dense shape slot) of the SparseTensor they read.
-_SPARSE_SLOTS = {"SparseFillEmptyRows": (0, 2), "SparseReshape": (0, 1), "SparseTensorDenseMatMul": (0, 2),
-                 "SparseToDense": (0, 1), "SparseReorder": (0, 2), "SparseTensorDenseAdd": (0, 2),
-                 "SparseReduceSum": (0, 2), "SparseReduceMax": (0, 2), "SparseSoftmax": (0, 2),
-                 "SparseSlice": (0, 2), "SerializeSparse": (0, 2)}
+_SPARSE_SLOTS = {"SparseFillEmptyRows": (0, 2), "SparseReshape": (0, 1)}
 _MAX_WALK = 256
 
 
@@ -218,7 +215,7 @@ def _text_use(consumer: Node, slot: int, c: Constraint, shapes: ShapeResult) -> 
                  zip(c.csv + [None] * (width - len(c.csv)), fields + [None] * (width - len(fields)))]
         delimiter = consumer.attr("field_delim", ",")
         c.delimiter = delimiter.decode() if isinstance(delimiter, bytes) else str(delimiter)
-    elif op in ("ParseSingleExample", "ParseExample", "ParseExampleV2") and slot == 0:
+    elif op in ("ParseSingleExample", "ParseExampleV2") and slot == 0:
         c.text = "example"
         c.example = _example(consumer, shapes)
     else:
@@ -255,22 +252,15 @@ class _OutputView:
 def _example(consumer: Node, shapes: ShapeResult) -> bytes:
     """A serialized tf.train.Example with every key the parse op reads: dense features with as
     many values as their shape holds (unknown dims 1), sparse and ragged ones with one value."""
-    op, ins = consumer.op, consumer.inputs
-    if op == "ParseSingleExample":
+    ins = consumer.inputs
+    if consumer.op == "ParseSingleExample":
         dense_keys = [str(k) for k in consumer.attr("dense_keys", [])]
         sparse_keys = [str(k) for k in consumer.attr("sparse_keys", [])]
         ragged: list[tuple[str, dtypes.DType]] = []
-    else:
-        num_sparse = consumer.attr("num_sparse", 0)
-        first = 1 if op == "ParseExample" else 2
-        if op == "ParseExample":
-            sparse_keys = [_text_value(shapes, r) for r in ins[2:2 + num_sparse]]
-            dense_keys = [_text_value(shapes, r) for r in ins[2 + num_sparse:2 + num_sparse + len(consumer.attr("Tdense", []))]]
-            ragged = []
-        else:
-            sparse_keys = _text_list(shapes, ins[first])
-            dense_keys = _text_list(shapes, ins[first + 1])
-            ragged = list(zip(_text_list(shapes, ins[first + 2]), consumer.attr("ragged_value_types", [])))
+    else:   # ParseExampleV2(serialized, names, sparse_keys, dense_keys, ragged_keys, dense_defaults)
+        sparse_keys = _text_list(shapes, ins[2])
+        dense_keys = _text_list(shapes, ins[3])
+        ragged = list(zip(_text_list(shapes, ins[4]), consumer.attr("ragged_value_types", [])))
     example = example_pb2.Example()
     features = example.features.feature
     for key, dtype, shape in zip(dense_keys, consumer.attr("Tdense", []), consumer.attr("dense_shapes", [])):
@@ -281,11 +271,6 @@ def _example(consumer: Node, shapes: ShapeResult) -> bytes:
     for key, dtype in ragged:
         _fill(features[key], dtype, 1)
     return example.SerializeToString()
-
-
-def _text_value(shapes: ShapeResult, ref: TensorRef) -> str:
-    values = _text_list(shapes, ref)
-    return values[0] if values else ""
 
 
 def _text_list(shapes: ShapeResult, ref: TensorRef) -> list[str]:
@@ -311,8 +296,7 @@ def _fill(feature, dtype: dtypes.DType, count: int) -> None:
 def _sparse_use(consumer: Node, slot: int, c: Constraint, shapes: ShapeResult, dims: list[int],
                 feed_dims, graph: Graph) -> bool:
     """The indices or dense shape of a SparseTensor: `rows` coordinates (one per value, row i at
-    [i, 0, ...]) inside a dense shape of [rows, 2, ...] (its columns matched to a matmul's
-    other operand)."""
+    [i, 0, ...]) inside a dense shape of [rows, 2, ...]."""
     indices_slot, shape_slot = _SPARSE_SLOTS[consumer.op]
     if slot not in (indices_slot, shape_slot):
         return False
@@ -323,11 +307,6 @@ def _sparse_use(consumer: Node, slot: int, c: Constraint, shapes: ShapeResult, d
     rows = rows_dims[0] if rows_dims and rows_dims[0] is not None else 1
     rank = rank_dims[0] if rank_dims and rank_dims[0] is not None else 2
     dense = [max(rows, 1)] + [2] * (rank - 1)
-    if consumer.op == "SparseTensorDenseMatMul" and rank == 2:
-        inner = _dim(shapes, consumer.inputs[3], 1 if consumer.attr("adjoint_b", False) else 0)
-        if inner is not None:
-            dense[0 if consumer.attr("adjoint_a", False) else 1] = inner
-            dense[1 if consumer.attr("adjoint_a", False) else 0] = max(rows, 1)
     c.sparse = "indices" if slot == indices_slot else "dense_shape"
     c.sparse_dense = dense
     return True

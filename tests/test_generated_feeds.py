@@ -135,3 +135,101 @@ def test_a_conflicting_shape_is_one_error_line():
     assert code == 2
     assert error_line(stderr).startswith("error: --shape: placeholder 'x' as [3,15] conflicts with the graph: "
                                          "node 'dense/MatMul' (MatMul)")
+
+
+# --- values that fit their use (graphtool/feed_constraints.py) ----------------------------------
+def _int_placeholder(b, name, shape, dtype=None):
+    return b.placeholder(dtype or dtypes.int32, shape, name=name)
+
+
+def test_indices_stay_within_the_gathered_dim_and_one_hot_depth():
+    b = GraphBuilder()
+    table = b.const(np.zeros((1000, 4), np.float32), name="table")
+    ids = _int_placeholder(b, "ids", [64])
+    b.op("GatherV2", [table, b.identity(ids, name="ids_copy"), b.const(np.int32(0), name="axis")], name="rows")
+    cols = _int_placeholder(b, "cols", [64])
+    b.op("GatherV2", [b.const(np.zeros((2, 5), np.float32), name="t2"), cols, b.const(np.int32(1), name="ax1")],
+         name="picked")
+    labels = _int_placeholder(b, "labels", [64])
+    b.op("OneHot", [labels, b.const(np.int32(7), name="depth"), b.const(1.0, name="on"), b.const(0.0, name="off")],
+         name="hot")
+    feeds = generate_feeds(b.graph, seed=1)
+    assert feeds["ids"].min() >= 0 and feeds["ids"].max() < 1000 and feeds["ids"].max() > 3  # the whole range
+    assert feeds["cols"].max() < 5 and feeds["labels"].max() < 7
+
+
+def test_divisors_permutations_shapes_and_axes_fit():
+    b = GraphBuilder()
+    x = b.placeholder(dtypes.float32, [None, 3, 4], name="x")
+    den = _int_placeholder(b, "den", [50])
+    b.op("FloorDiv", [b.const(np.arange(50, dtype=np.int32), name="num"), den], name="q")
+    perm = _int_placeholder(b, "perm", [3])
+    b.op("Transpose", [x, perm], name="t")
+    shape = _int_placeholder(b, "shape", [3])
+    b.op("Reshape", [x, shape], name="r")
+    axis = _int_placeholder(b, "axis", [])
+    b.op("Sum", [x, axis], name="s")
+    b.op("Reshape", [x, b.const(np.array([2, 12], np.int32), name="fixed")], name="r2")
+    feeds = generate_feeds(b.graph)
+    assert (feeds["den"] != 0).all()
+    assert sorted(feeds["perm"]) == [0, 1, 2]
+    assert feeds["x"].shape == (2, 3, 4)            # the Reshape to [2,12] fixes the unknown dim
+    assert feeds["shape"].tolist() == [2, 3, 4]     # the input's own shape
+    assert 0 <= int(feeds["axis"]) < 3
+
+
+def test_a_sparse_tensor_is_consistent():
+    b = GraphBuilder()
+    indices = _int_placeholder(b, "indices", [None, 2], dtypes.int64)
+    values = b.placeholder(dtypes.float32, [None], name="values")
+    dense_shape = _int_placeholder(b, "dense_shape", [2], dtypes.int64)
+    b.op("SparseFillEmptyRows", [indices, values, dense_shape, b.const(0.0, name="default")], name="filled")
+    feeds = generate_feeds(b.graph, unknown_dim=3)
+    assert feeds["dense_shape"].tolist() == [3, 2]
+    assert feeds["indices"].tolist() == [[0, 0], [1, 0], [2, 0]]
+    assert feeds["values"].shape == (3,)
+
+
+def test_text_fits_the_parser():
+    from graphtool.proto import example_pb2
+
+    b = GraphBuilder()
+    numbers = b.placeholder(dtypes.string, [3], name="numbers")
+    b.op("StringToNumber", [numbers], name="n", out_type=dtypes.int32)
+    records = b.placeholder(dtypes.string, [2], name="records")
+    b.op("DecodeCSV", [records, [b.const(np.array([0], np.int32), name="d0"), b.const(np.array([b""]), name="d1"),
+                                 b.const(np.array([0.0], np.float32), name="d2")]], name="csv", field_delim="|")
+    serialized = b.placeholder(dtypes.string, [], name="serialized")
+    b.op("ParseSingleExample", [serialized, [b.const(np.array([0.0], np.float32), name="dd")]], name="parsed",
+         num_sparse=1, sparse_keys=["ids"], dense_keys=["score"], sparse_types=[dtypes.int64],
+         Tdense=[dtypes.float32], dense_shapes=[Shape([2])])
+    free = b.placeholder(dtypes.string, [2], name="free")
+    feeds = generate_feeds(b.graph)
+    assert all(value.isdigit() for value in feeds["numbers"])
+    assert feeds["records"].tolist() == [b"1|text|0.5", b"1|text|0.5"]
+    example = example_pb2.Example.FromString(feeds["serialized"].item())
+    assert list(example.features.feature["score"].float_list.value) == [0.5, 0.5]
+    assert list(example.features.feature["ids"].int64_list.value) == [1]
+    assert all(len(text) == 16 and text.isalpha() for text in feeds["free"])
+    del free
+
+
+# --- default fetches: the real outputs ----------------------------------------------------------
+def test_loop_counters_probes_and_pivots_are_left_out_with_reasons():
+    from graphtool.ir.queries import picked_outputs
+
+    b = GraphBuilder()
+    x = b.placeholder(dtypes.float32, [3], name="x")
+    counter, total = b.while_loop(lambda i, acc: b.less(i, 5), lambda i, acc: (b.add(i, 1), b.add(acc, x)),
+                                  [b.const(np.int32(0), name="zero"), b.const(np.zeros(3, np.float32), name="acc0")])
+    p = b.placeholder(dtypes.bool_, [], name="p")
+    b.cond(p, lambda: b.mul(x, 2.0), lambda: b.add(x, 1.0), name="branch")
+    b.op("IsVariableInitialized", [b.op("VariableV2", [], name="v", shape=Shape([2]), dtype=dtypes.float32)],
+         name="probe", dtype=dtypes.float32)
+    picked, left_out = picked_outputs(b.graph)
+    assert [ref.name for ref in picked] == ["branch/Merge"]
+    assert [(left.tensor.name, left.reason) for left in left_out] == [
+        (counter.name, "a while loop's counter"),
+        (total.name, "a loop variable's Exit nobody uses"),
+        ("branch/Merge:1", "a Merge's value_index (which branch ran)"),
+        ("probe", "a variable-initialized probe")]
