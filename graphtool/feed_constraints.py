@@ -321,22 +321,54 @@ def _source(ref: TensorRef) -> Node:
     return node
 
 
+# Elementwise ops whose inputs broadcast together: an unknown dim takes its partner's size.
+_BROADCASTING = frozenset({"Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "DivNoNan", "Maximum", "Minimum", "Pow",
+                           "SquaredDifference", "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual",
+                           "LogicalAnd", "LogicalOr", "FloorDiv", "FloorMod", "Mod", "TruncateDiv", "Substr",
+                           "SelectV2", "Atan2"})
+
+
 def derived_dims(node: Node, dims: list[int | None], shapes: ShapeResult) -> list[int | None]:
-    """`dims` (a placeholder's declared dims) with one unknown dim filled in where a consumer
-    fixes it: a Reshape of the value to a constant shape (its element count must match)."""
-    if sum(d is None for d in dims) != 1:
+    """`dims` (a placeholder's declared dims) with unknown dims filled in where a consumer fixes
+    them: a Reshape of the value to a constant shape (one unknown dim: the element counts must
+    match), a MatMul's inner dimension, an elementwise op's other operand (broadcasting)."""
+    dims = list(dims)
+    for consumer, slot in _direct_uses(node):
+        if None not in dims:
+            break
+        if consumer.op == "Reshape" and slot == 0:
+            dims = _reshaped(dims, shapes.value(consumer.inputs[1]))
+        elif consumer.op == "MatMul" and len(dims) == 2:
+            other = _shape(shapes, consumer.inputs[1 - slot])
+            if other is None or len(other) != 2:
+                continue
+            transposed = consumer.attr("transpose_a" if slot == 0 else "transpose_b", False)
+            other_transposed = consumer.attr("transpose_b" if slot == 0 else "transpose_a", False)
+            inner = other[(1 if other_transposed else 0) if slot == 0 else (0 if other_transposed else 1)]
+            mine = (0 if transposed else 1) if slot == 0 else (1 if transposed else 0)
+            if dims[mine] is None and inner is not None:
+                dims[mine] = inner
+        elif consumer.op in _BROADCASTING:
+            for ref in consumer.inputs:
+                other = _shape(shapes, ref)
+                if ref.node is node or other is None:
+                    continue
+                for back in range(1, min(len(dims), len(other)) + 1):
+                    size = other[-back]
+                    if dims[-back] is None and size is not None and size > 1:
+                        dims[-back] = size
+    return dims
+
+
+def _reshaped(dims: list[int | None], target) -> list[int | None]:
+    """One unknown dim set so that the element count matches a constant Reshape target."""
+    if target is None or (target < 0).any() or sum(d is None for d in dims) != 1:
         return dims
     known = int(np.prod([d for d in dims if d is not None]))
-    for consumer, slot in _direct_uses(node):
-        if consumer.op != "Reshape" or slot != 0 or known == 0:
-            continue
-        target = shapes.value(consumer.inputs[1])
-        if target is None or (target < 0).any():
-            continue
-        count = int(np.prod(target))
-        if count % known == 0:
-            return [count // known if d is None else d for d in dims]
-    return dims
+    count = int(np.prod(target))
+    if known == 0 or count % known:
+        return dims
+    return [count // known if d is None else d for d in dims]
 
 
 def _direct_uses(node: Node):
