@@ -9,7 +9,7 @@ from rich.table import Table
 
 from graphtool import graph_io
 from graphtool.errors import DftoolError, RuntimeFailure, UsageError
-from graphtool.generated_feeds import parse_shape_overrides
+from graphtool.generated_feeds import apply_shape_overrides, parse_shape_overrides
 from graphtool.suggest import did_you_mean
 
 from . import output
@@ -52,7 +52,7 @@ def _verify(original, optimized, fetch_names, feeds_file, tolerance, timeout, se
     from graphtool.opt.tolerance import describe, fetch_tolerances
 
     from graphtool.feeds import collect_feeds
-    from graphtool.generated_feeds import apply_shape_overrides, find_input
+    from graphtool.generated_feeds import find_input
 
     deadline = time.monotonic() + timeout
 

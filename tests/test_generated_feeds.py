@@ -233,3 +233,36 @@ def test_loop_counters_probes_and_pivots_are_left_out_with_reasons():
         (total.name, "a loop variable's Exit nobody uses"),
         ("branch/Merge:1", "a Merge's value_index (which branch ran)"),
         ("probe", "a variable-initialized probe")]
+
+
+# --- the CLI: optimize --verify, inspect, variables --------------------------------------------
+def test_optimize_verify_takes_the_seed_and_shape(tmp_path):
+    out = tmp_path / "o.pb"
+    code, _, stderr = run_dftool("optimize", SAMPLES / "mlp.pb", out, "--verify", "--shape", "x=3,16", "--seed", "2")
+    assert code == 0, stderr
+    assert "verified on generated feeds (seed 2) within" in stderr
+    code, _, stderr = run_dftool("optimize", SAMPLES / "mlp.pb", out, "--shape", "x=3,16")
+    assert code == 2
+    assert error_line(stderr) == "error: --shape needs --verify (it sets what --verify feeds)"
+    code, _, stderr = run_dftool("optimize", SAMPLES / "mlp.pb", out, "--verify", "--shape", "x=3")
+    assert code == 2
+    assert error_line(stderr) == "error: --shape x=3: placeholder 'x' has rank 2 ([?,16]); the override has rank 1"
+
+
+def test_inspect_lists_the_outputs_left_out_and_why():
+    code, stdout, stderr = run_dftool("inspect", SAMPLES / "while_loop.pb", "--json")
+    assert code == 0, stderr
+    import json
+
+    report = json.loads(stdout)
+    assert [o["name"] for o in report["outputs"]] == ["i_final", "acc"]
+    assert report["left_out_outputs"] == [{"name": "accumulate/Exit", "op": "Exit", "reason": "a while loop's counter"}]
+
+
+def test_run_on_generated_inputs_starts_variables_from_their_initializers():
+    graph = REPO_ROOT / "tests" / "fixtures" / "tf_stateful" / "stateful_ref_embedding" / "graph.pb"
+    code, stdout, stderr = run_dftool("run", graph, "--random-feeds", "--fetch", "table_initialized")
+    assert code == 0, stderr
+    assert stderr.splitlines() == ["generated 2 feed(s) with seed 0: ids int32[4], updates float32[2,3]",
+                                   "ran the initializers of 1 variable(s) first (as --init would): table/Assign"]
+    assert stdout.split()[:2] == ["table_initialized", "bool[]"]
