@@ -2,14 +2,19 @@
 
 `run`/`profile --random-feeds`, `compare` and `optimize --verify` share this one generator. A
 placeholder gets its declared shape, with a `--shape NAME=DIMS` override first (written into the
-Placeholder's `shape` attr, so shape inference and the feed checks see it) and unknown dims set to
-`unknown_dim` (1 for a run: a batch of one; `optimize --verify` uses 2, so broadcasting mistakes
-show). Values, from numpy's PCG64 seeded with `seed`:
+Placeholder's `shape` attr, so shape inference and the feed checks see it); an unknown dim that a
+consumer fixes (a Reshape to a constant, a MatMul, a broadcasting partner) takes that size, the
+others `unknown_dim` (1 for a run: a batch of one; `optimize --verify` uses 2, so broadcasting
+mistakes show); an unknown rank is a vector of `unknown_dim`. Values, from numpy's PCG64 seeded
+with `seed`:
 
 - floats: uniform in [0.5, 1.5) (positive and away from 0: safe for log, sqrt, division);
 - complex: real part as floats, imaginary part uniform in [-1, 1);
-- bool: fair coin; strings: the bytes b"x";
-- integers: per `integers` (see INTEGER_STYLES): small non-negative indices by default.
+- bool: fair coin; strings: 16 random lowercase letters;
+- integers: per `integers` (see INTEGER_STYLES): small non-negative indices by default;
+
+then fitted to what the consumers do with them (feed_constraints.py: indices within the gathered
+dim, divisors non-zero, shape arguments consistent, text a parser accepts...).
 
 A placeholder too large for the tensor bound (limits.max_tensor_bytes) is a RuntimeFailure naming
 it. PlaceholderWithDefault keeps its default unless `shapes` names it.
