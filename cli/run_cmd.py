@@ -189,7 +189,7 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
         fed = [session.resolve(name, "feed").node for name in feeds]
         made = generated_feeds.generate_feeds(loaded, seed, skip=fed, shapes=overrides)
         if made:
-            info(generated_feeds.describe(made, seed))
+            info(generated_feeds.describe(made, seed, loaded))
         feeds = {**made, **feeds}
     if session.lowering is not None:
         info(session.lowering.notice())

@@ -3,9 +3,10 @@
 `run`/`profile --random-feeds`, `compare` and `optimize --verify` share this one generator. A
 placeholder gets its declared shape, with a `--shape NAME=DIMS` override first (written into the
 Placeholder's `shape` attr, so shape inference and the feed checks see it); an unknown dim that a
-consumer fixes (a Reshape to a constant, a MatMul, a broadcasting partner) takes that size, the
-others `unknown_dim` (1 for a run: a batch of one; `optimize --verify` uses 2, so broadcasting
-mistakes show); an unknown rank is a vector of `unknown_dim`. Values, from numpy's PCG64 seeded
+consumer fixes (a Reshape to a constant, a MatMul, a broadcasting partner) takes that size; an
+unknown dim 0 (the batch) follows the first override's dim 0; the others are `unknown_dim` (1 for
+a run: a batch of one; `optimize --verify` uses 2, so broadcasting mistakes show); an unknown
+rank is a vector of `unknown_dim`. Values, from numpy's PCG64 seeded
 with `seed`:
 
 - floats: uniform in [0.5, 1.5) (positive and away from 0: safe for log, sqrt, division);
@@ -165,6 +166,8 @@ def generate_feeds(graph: Graph, seed: int = 0, skip: Iterable[Node] = (), shape
     inferred = infer_shapes(graph)
     skipped = set(skip)
     named = {find_input(graph, name).name for name in (shapes or {})}
+    # Inputs share a batch: an unknown dim 0 follows the first --shape override's.
+    batch = next((dims[0] for dims in (shapes or {}).values() if len(dims) > 0), unknown_dim)
     planned: dict[str, tuple[Node, DType, list[int]]] = {}
     for node in graph.nodes:
         if node in skipped:
@@ -174,7 +177,8 @@ def generate_feeds(graph: Graph, seed: int = 0, skip: Iterable[Node] = (), shape
         dtype = _dtype_of(node, inferred)
         shape = declared_shape(node) if node.name in named else inferred.shape(node.output(0))
         declared = derived_dims(node, list(shape.dims), inferred) if has_rank(shape) else None
-        dims = [unknown_dim if d is None else d for d in declared] if declared is not None else [unknown_dim]
+        dims = [(batch if i == 0 else unknown_dim) if d is None else d for i, d in enumerate(declared)] \
+            if declared is not None else [unknown_dim]
         _check_size(node, dims, dtype)
         planned[node.name] = (node, dtype, dims)
     # What the consumers need of the values, seen with every generated feed's concrete shape.
@@ -187,9 +191,15 @@ def generate_feeds(graph: Graph, seed: int = 0, skip: Iterable[Node] = (), shape
     return feeds
 
 
-def describe(feeds: Mapping[str, np.ndarray], seed: int) -> str:
-    """The one-line notice of what was generated: names, dtypes and shapes, and the seed."""
-    parts = [f"{name} {_dtype_name(value)}{Shape(value.shape)}" for name, value in feeds.items()]
+def describe(feeds: Mapping[str, np.ndarray], seed: int, graph: Graph | None = None) -> str:
+    """The one-line notice of what was generated: names (a SavedModel input by its signature key,
+    with `graph`), dtypes and shapes, and the seed."""
+    def label(name: str) -> str:
+        node = graph.get(name) if graph is not None else None
+        return str(node.attr(SIGNATURE_INPUT_ATTR)) if node is not None and node.has_attr(SIGNATURE_INPUT_ATTR) \
+            else name
+
+    parts = [f"{label(name)} {_dtype_name(value)}{Shape(value.shape)}" for name, value in feeds.items()]
     shown = parts[:8] + ([f"... ({len(parts) - 8} more)"] if len(parts) > 8 else [])
     return f"generated {len(parts)} feed(s) with seed {seed}: {', '.join(shown)}"
 

@@ -99,6 +99,24 @@ def test_unknown_dims_take_the_caller_default_and_overrides_win():
     assert generate_feeds(graph, shapes={"x": (5, 3)})["x"].shape == (5, 3)
 
 
+def test_the_batch_follows_the_first_shape_override():
+    b = GraphBuilder()
+    b.placeholder(dtypes.float32, [None, 3], name="x")
+    b.placeholder(dtypes.float32, [None, None], name="y")
+    apply_shape_overrides(b.graph, {"x": (4, 3)})
+    feeds = generate_feeds(b.graph, shapes={"x": (4, 3)})
+    assert feeds["x"].shape == (4, 3) and feeds["y"].shape == (4, 1)
+
+
+def test_a_saved_model_input_is_named_by_its_signature_key():
+    from graphtool.prune import SIGNATURE_INPUT_ATTR
+
+    graph = _mlp()
+    graph.get("x").set_attr(SIGNATURE_INPUT_ATTR, "input_1", "string")
+    feeds = generate_feeds(graph, skip=[graph.get("n"), graph.get("p")])
+    assert describe(feeds, 0, graph) == "generated 1 feed(s) with seed 0: input_1 float32[1,3]"
+
+
 def test_placeholder_with_default_keeps_its_default_unless_a_shape_names_it():
     b = GraphBuilder()
     default = b.const(np.zeros((2, 2), np.float32), name="d")
