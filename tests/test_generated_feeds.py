@@ -284,3 +284,27 @@ def test_run_on_generated_inputs_starts_variables_from_their_initializers():
     assert stderr.splitlines() == ["generated 2 feed(s) with seed 0: ids int32[4], updates float32[2,3]",
                                    "ran the initializers of 1 variable(s) first (as --init would): table/Assign"]
     assert stdout.split()[:2] == ["table_initialized", "bool[]"]
+
+
+@pytest.mark.parametrize("graph, picked, left_out", [
+    ("checkpoints/tf_saver", ["dense/bias/read", "counts/read"], [
+        ("dense/kernel/IsInitialized/VarIsInitializedOp", "a variable-initialized probe"),
+        ("save/control_dependency", "a saver's save result (fetching it writes a checkpoint)")]),
+    ("tf/cond", ["out", "pair_first", "pair_second", "nested"], [
+        ("cond_nested/switch_f", "a cond pivot (the predicate switched on itself)")]),
+    ("tf_stateful/stateful_resource_embedding", ["loss", "table_value"], [
+        ("table/Read/ReadVariableOp", "a resource variable's creation-time read"),
+        ("gradients/sub_grad/Shape", "gradient bookkeeping nobody uses")]),
+])
+def test_tensorflow_bookkeeping_is_not_an_output(graph, picked, left_out):
+    """On graphs TensorFlow wrote: a graph of variables alone fetches their reads (never the
+    saver's save result); cond pivots, creation-time reads and gradient leftovers are left out."""
+    from graphtool.ir.queries import picked_outputs
+    from tests.helpers import load_graph
+
+    chosen, left = picked_outputs(load_graph(REPO_ROOT / "tests" / "fixtures" / graph / "graph.pb"))
+    names = [ref.name for ref in chosen]
+    assert all(name in names for name in picked), names
+    reasons = [(entry.tensor.name, entry.reason) for entry in left]
+    assert all(entry in reasons for entry in left_out), reasons
+    assert not any(name.startswith(("save/", "gradients/")) or "IsInitialized" in name for name in names)

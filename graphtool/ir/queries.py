@@ -39,6 +39,7 @@ _MERGE_OPS = frozenset({"Merge", "RefMerge"})
 _EXIT_OPS = frozenset({"Exit", "RefExit"})
 # A saver's save op: fetching the Identity after it writes a checkpoint.
 _SAVE_OPS = frozenset({"SaveV2", "Save", "SaveSlices", "MergeV2Checkpoints"})
+_WRITES_CHECKPOINT = "a saver's save result (fetching it writes a checkpoint)"
 # Ops that pass their input along: seen through when looking for a loop counter or a pivot.
 _FORWARDING = frozenset({"Identity", "RefIdentity", "Snapshot"})
 
@@ -61,10 +62,11 @@ def picked_outputs(graph: Graph) -> tuple[list[TensorRef], list[LeftOut]]:
       checkpoint);
     - left out while a real output remains: the Exit of a while loop's counter (a loop variable
       computed only from itself and constants), the Exit of any other loop variable nobody uses,
-      the read TensorFlow makes when it creates a resource variable (`v/Read/ReadVariableOp`) and
+      the read TensorFlow makes when it creates a variable (`v/read`, `v/Read/ReadVariableOp`) and
       tensors of a `gradients/` scope nobody uses (TensorFlow's gradient bookkeeping).
 
-    When nothing would remain, every tensor of graph_outputs() is picked (as before)."""
+    When nothing else remains, the leftovers are picked, and failing those the bookkeeping (never
+    a saver's save result)."""
     candidates = [ref for node in graph_outputs(graph) for ref in node.outputs]
     never: list[LeftOut] = []
     secondary: list[LeftOut] = []
@@ -79,8 +81,11 @@ def picked_outputs(graph: Graph) -> tuple[list[TensorRef], list[LeftOut]]:
             secondary.append(LeftOut(ref, reason))
             continue
         picked.append(ref)
+    if not picked:   # nothing but leftovers: fetch them, then the harmless bookkeeping
+        picked, secondary = [left.tensor for left in secondary], []
     if not picked:
-        return candidates, []
+        picked = [left.tensor for left in never if left.reason != _WRITES_CHECKPOINT]
+        never = [left for left in never if left.reason == _WRITES_CHECKPOINT]
     return picked, sorted(never + secondary, key=lambda left: candidates.index(left.tensor))
 
 
@@ -95,7 +100,7 @@ def _never_fetched(ref: TensorRef) -> str | None:
     if node.op in _FORWARDING and node.inputs and _is_pivot(node.inputs[0]):
         return "a cond pivot (the predicate switched on itself)"
     if any(control.op in _SAVE_OPS for control in node.control_inputs):
-        return "a saver's save result (fetching it writes a checkpoint)"
+        return _WRITES_CHECKPOINT
     return None
 
 
@@ -113,6 +118,9 @@ def _leftover(ref: TensorRef) -> str | None:
         return "a loop variable's Exit nobody uses"
     if node.op == "ReadVariableOp" and node.inputs and node.name == f"{node.inputs[0].node.name}/Read/ReadVariableOp":
         return "a resource variable's creation-time read"
+    if node.op == "Identity" and node.inputs and node.inputs[0].node.op in ("VariableV2", "Variable") \
+            and node.name == f"{node.inputs[0].node.name}/read":
+        return "a variable's creation-time read"
     scope = node.name.split("/", 1)[0]
     if "/" in node.name and (scope == "gradients" or scope.startswith("gradients_")):
         return "gradient bookkeeping nobody uses"
