@@ -308,3 +308,9 @@ def test_tensorflow_bookkeeping_is_not_an_output(graph, picked, left_out):
     reasons = [(entry.tensor.name, entry.reason) for entry in left]
     assert all(entry in reasons for entry in left_out), reasons
     assert not any(name.startswith(("save/", "gradients/")) or "IsInitialized" in name for name in names)
+
+
+def test_a_seed_without_random_feeds_is_refused():
+    code, _, stderr = run_dftool("run", SAMPLES / "mlp.pb", "--seed", "3", "--feeds", SAMPLES / "mlp.feeds.npz")
+    assert code == 2
+    assert error_line(stderr) == "error: --seed needs --random-feeds (it seeds the generated feeds)"
