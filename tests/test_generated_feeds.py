@@ -314,3 +314,24 @@ def test_a_seed_without_random_feeds_is_refused():
     code, _, stderr = run_dftool("run", SAMPLES / "mlp.pb", "--seed", "3", "--feeds", SAMPLES / "mlp.feeds.npz")
     assert code == 2
     assert error_line(stderr) == "error: --seed needs --random-feeds (it seeds the generated feeds)"
+
+
+def test_slices_tiles_segments_and_sequence_lengths_fit():
+    b = GraphBuilder()
+    x = b.placeholder(dtypes.float32, [4, 5], name="x")
+    begin, size = _int_placeholder(b, "begin", [2]), _int_placeholder(b, "size", [2])
+    b.op("Slice", [x, begin, size], name="sliced")
+    multiples = _int_placeholder(b, "multiples", [2])
+    b.op("Tile", [x, multiples], name="tiled")
+    lengths = _int_placeholder(b, "lengths", [5], dtypes.int64)
+    b.op("ReverseSequence", [x, lengths], name="reversed", seq_dim=0, batch_dim=1)
+    segments = _int_placeholder(b, "segments", [4])
+    b.op("UnsortedSegmentSum", [x, segments, b.const(np.int32(2), name="num")], name="summed")
+    nd = _int_placeholder(b, "nd", [6, 2])
+    b.op("GatherNd", [b.const(np.zeros((3, 9), np.float32), name="params"), nd], name="picked")
+    feeds = generate_feeds(b.graph, seed=5)
+    assert feeds["begin"].tolist() == [0, 0] and feeds["size"].tolist() == [4, 5]
+    assert set(feeds["multiples"].tolist()) <= {1, 2}
+    assert feeds["lengths"].max() <= 4 and feeds["lengths"].dtype == np.int64
+    assert set(feeds["segments"].tolist()) <= {0, 1}
+    assert feeds["nd"].max() < 3
