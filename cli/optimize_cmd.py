@@ -103,7 +103,7 @@ def _verify(original, optimized, fetch_names, feeds_file, tolerance, timeout, se
 @click.option("--dump-dir", metavar="DIR", help="Write the graph after each pass that changed it.")
 @click.option("--verify", "verify_runs", is_flag=True, help="Run both graphs on random feeds; exit 1 if they differ.")
 @click.option("--feeds", "feeds_file", metavar="FILE.npz", help="With --verify: feed these values instead of random ones.")
-@click.option("--seed", type=int, default=0, show_default=True, metavar="S",
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, metavar="S",
               help="With --verify: the seed of the generated feeds.")
 @click.option("--shape", "shape_overrides", multiple=True, metavar="NAME=DIMS",
               help="With --verify: run both graphs with placeholder NAME at this concrete shape (repeatable).")

@@ -127,7 +127,7 @@ def execution_options(func):
         click.option("--random-feeds", is_flag=True,
                      help="Generate a value for every placeholder not fed explicitly (explicit feeds win); "
                           "a notice names what was generated."),
-        click.option("--seed", type=int, default=0, show_default=True, metavar="S",
+        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, metavar="S",
                      help="With --random-feeds: the generator's seed."),
         click.option("--shape", "shape_overrides", multiple=True, metavar="NAME=DIMS",
                      help="Run placeholder NAME at this concrete shape (e.g. input=4,224,224,3), replacing "

@@ -88,6 +88,8 @@ def parse_shape_overrides(specs: Iterable[str]) -> dict[str, tuple[int, ...]]:
                                  f"integers separated by commas)") from None
             if dim < 0:
                 raise UsageError(f"--shape '{spec}': dim {dim} is negative")
+            if dim >= 2**63:
+                raise UsageError(f"--shape '{spec}': dim {dim} is above the largest size a shape holds (2**63 - 1)")
             dims.append(dim)
         if len(dims) > MAX_RANK:
             raise UsageError(f"--shape '{spec}': rank {len(dims)} is above TensorFlow's maximum rank {MAX_RANK}")

@@ -37,6 +37,8 @@ def test_shape_specs_parse_to_concrete_dims():
     ("x=-1,3", "--shape 'x=-1,3': dim '-1' is unknown; an override must make the shape concrete (give every dim a size)"),
     ("x=2,a", "--shape 'x=2,a': 'a' is not a dim size (expected non-negative integers separated by commas)"),
     ("x=2,-5", "--shape 'x=2,-5': dim -5 is negative"),
+    ("x=1,99999999999999999999", "--shape 'x=1,99999999999999999999': dim 99999999999999999999 is above the "
+                                 "largest size a shape holds (2**63 - 1)"),
 ])
 def test_bad_shape_specs_are_usage_errors(spec, message):
     with pytest.raises(UsageError) as caught:
