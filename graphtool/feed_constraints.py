@@ -8,8 +8,10 @@ protos gets text of that form; the three placeholders of a SparseTensor (indices
 dense_shape) get consistent coordinates. Consumers are found through ops that pass values along
 (Identity, Cast, Enter, Switch, Merge, Exit, Reshape/ExpandDims/Squeeze of the value...).
 
-`constraints(graph, shapes)` -> node name -> Constraint, where `shapes` is the ShapeResult of the
-graph with the generated feeds' concrete shapes (so a Gather's params dim is known).
+`constraints(graph, shapes, feed_dims)` -> node name -> Constraint, where `shapes` is the
+ShapeResult of the graph with the generated feeds' concrete shapes (so a Gather's params dim is
+known); `values_for` then draws values meeting one; `derived_dims` fills unknown dims a consumer
+fixes.
 """
 from __future__ import annotations
 
@@ -76,7 +78,7 @@ def constraints(graph: Graph, shapes: ShapeResult, feed_dims: dict[str, list[int
         if node is None:
             continue
         constraint = Constraint()
-        if _collect(node, constraint, shapes, dims, feed_dims, graph):
+        if _collect(node, constraint, shapes, dims, feed_dims):
             found[name] = constraint
     return found
 
@@ -92,8 +94,7 @@ def _uses(node: "Node | _OutputView"):
                 if consumer not in seen:
                     seen.add(consumer)
                     pending.append(consumer)
-                if consumer.op not in ("Unique",):
-                    continue
+                continue
             yield consumer, slot
 
 
@@ -116,7 +117,7 @@ def _scalar(shapes: ShapeResult, ref: TensorRef) -> int | None:
     return int(value.reshape(-1)[0])
 
 
-def _collect(node: Node, c: Constraint, shapes: ShapeResult, dims: list[int], feed_dims, graph: Graph) -> bool:
+def _collect(node: Node, c: Constraint, shapes: ShapeResult, dims: list[int], feed_dims) -> bool:
     """Fill `c` from the consumers of `node`; whether anything constrains it."""
     dtype = node.attr("dtype", None) if node.op != "_Arg" else node.attr("T", None)
     is_int = isinstance(dtype, dtypes.DType) and dtype.base.is_integer
@@ -131,14 +132,15 @@ def _collect(node: Node, c: Constraint, shapes: ShapeResult, dims: list[int], fe
         if not is_int:
             continue
         if op in _SPARSE_SLOTS:
-            constrained |= _sparse_use(consumer, slot, c, shapes, dims, feed_dims, graph)
+            constrained |= _sparse_use(consumer, slot, c, shapes, feed_dims)
             continue
         if op == "Gather" and slot == 1:
             c.bound(0, _dim(shapes, ins[0], 0))
-        elif op in ("GatherV2", "ResourceGather") and slot == 1:
-            axis = _scalar(shapes, ins[2]) if op == "GatherV2" and len(ins) > 2 else 0
-            c.bound(0, _dim(shapes, ins[0], axis) if op == "GatherV2" and axis is not None
-                    else _variable_dim0(ins[0]))
+        elif op == "GatherV2" and slot == 1:
+            axis = _scalar(shapes, ins[2])
+            c.bound(0, _dim(shapes, ins[0], axis) if axis is not None else None)
+        elif op == "ResourceGather" and slot == 1:
+            c.bound(0, _variable_dim0(ins[0]))
         elif op == "GatherNd" and slot == 1:
             params = _shape(shapes, ins[0])
             depth = dims[-1] if dims else None
@@ -293,8 +295,7 @@ def _fill(feature, dtype: dtypes.DType, count: int) -> None:
         feature.bytes_list.value.extend([b"text"] * count)
 
 
-def _sparse_use(consumer: Node, slot: int, c: Constraint, shapes: ShapeResult, dims: list[int],
-                feed_dims, graph: Graph) -> bool:
+def _sparse_use(consumer: Node, slot: int, c: Constraint, shapes: ShapeResult, feed_dims) -> bool:
     """The indices or dense shape of a SparseTensor: `rows` coordinates (one per value, row i at
     [i, 0, ...]) inside a dense shape of [rows, 2, ...]."""
     indices_slot, shape_slot = _SPARSE_SLOTS[consumer.op]
@@ -411,7 +412,7 @@ def values_for(c: Constraint, rng, dims: list[int], dtype: dtypes.DType) -> np.n
         return c.exact.astype(dtype.numpy).reshape(dims) if c.exact.size == count else None
     if c.permutation:
         return rng.permutation(dims[0]).astype(dtype.numpy) if len(dims) == 1 else None
-    high = c.high if c.high is not None else max(c.low + 3, 3)
+    high = c.high if c.high is not None else c.low + 3   # unbounded: small values from the low end
     if high <= c.low:
         return None
-    return rng.integers(c.low, min(high, c.low + 3) if c.high is None else high, size=dims).astype(dtype.numpy)
+    return rng.integers(c.low, high, size=dims).astype(dtype.numpy)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -51,15 +50,6 @@ INTEGER_STYLES = ("indices", "nonzero", "permutation")
 
 # Inputs a user may name in --shape: the fed ones, and PlaceholderWithDefault (then fed too).
 SHAPEABLE_OPS = FED_INPUT_OPS | {"PlaceholderWithDefault"}
-
-
-@dataclass(frozen=True)
-class Generated:
-    """One generated feed, for the notice: the name it is fed under, its dtype and shape."""
-
-    name: str
-    dtype: DType
-    shape: tuple[int, ...]
 
 
 def parse_shape_overrides(specs: Iterable[str]) -> dict[str, tuple[int, ...]]:
