@@ -134,6 +134,8 @@ def _tables(report: dict) -> list[Table]:
                [[i["name"], i["op"], i["dtype"], _shape_text(i["shape"])] for i in report["inputs"]]),
         _table("outputs", ["name", "op", "dtype", "shape"],
                [[o["name"], o["op"], o["dtype"], _shape_text(o["shape"])] for o in report["outputs"]]),
+        _table("outputs left out (unused, not fetched)", ["name", "op", "why"],
+               [[o["name"], o["op"], o["reason"]] for o in report.get("left_out_outputs", [])]),
         _table("sinks", ["name", "op"], [[s["name"], s["op"]] for s in report["sinks"]]),
         _table("devices", ["device", "nodes"], [[d["device"], d["nodes"]] for d in report["devices"]],
                ("nodes",)),

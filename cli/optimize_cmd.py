@@ -9,6 +9,7 @@ from rich.table import Table
 
 from graphtool import graph_io
 from graphtool.errors import DftoolError, RuntimeFailure, UsageError
+from graphtool.generated_feeds import apply_shape_overrides, parse_shape_overrides
 from graphtool.suggest import did_you_mean
 
 from . import output
@@ -60,18 +61,22 @@ def _cost_table(before: dict, after: dict) -> Table:
 DEFAULT_VERIFY_TIMEOUT = 60.0
 
 
-def _verify(original, optimized, fetch_names, feeds_file, tolerance, timeout) -> tuple[list[str], str]:
-    """Differences between the graphs' fetches on the given feeds, or on the first kind of random
-    feeds the original graph accepts (integer inputs may have to be divisors or permutations),
-    beyond each fetch's float32 accumulation tolerance (graphtool/opt/tolerance.py) or the
-    explicit relative `tolerance`; also the tolerance in words. Every run together gets `timeout`
-    seconds; running out is a RuntimeFailure saying how to raise it."""
+def _verify(original, optimized, fetch_names, feeds_file, tolerance, timeout, seed: int = 0,
+            shapes=None) -> tuple[list[str], str]:
+    """Differences between the graphs' fetches on the given feeds, or on the first kind of
+    generated feeds (graphtool/generated_feeds.py, from `seed`) the original graph accepts
+    (integer inputs may have to be divisors or permutations), beyond each fetch's float32
+    accumulation tolerance (graphtool/opt/tolerance.py) or the explicit relative `tolerance`;
+    also the tolerance in words. `shapes` (--shape: name -> dims) run both graphs' placeholders
+    at those shapes. Every run together gets `timeout` seconds; running out is a RuntimeFailure
+    saying how to raise it."""
     from graphtool.exec.executor import StepTimeout
     from graphtool.exec.session import Session
     from graphtool.opt.equivalence import candidate_feeds, differences
     from graphtool.opt.tolerance import describe, fetch_tolerances
 
     from graphtool.feeds import collect_feeds
+    from graphtool.generated_feeds import find_input
 
     deadline = time.monotonic() + timeout
 
@@ -79,7 +84,12 @@ def _verify(original, optimized, fetch_names, feeds_file, tolerance, timeout) ->
         # A step needs a positive timeout; one already past its deadline stops at its first node.
         return max(deadline - time.monotonic(), 1e-6)
 
-    candidates = [collect_feeds((), feeds_file)] if feeds_file else candidate_feeds(original)
+    if shapes:   # both graphs run at the --shape shapes (copies: OUT keeps its declared shapes)
+        original, optimized = original.copy(), optimized.copy()
+        apply_shape_overrides(original, shapes)
+        apply_shape_overrides(optimized, {name: dims for name, dims in shapes.items()
+                                          if find_input(original, name).name in optimized})
+    candidates = [collect_feeds((), feeds_file)] if feeds_file else candidate_feeds(original, seed, shapes)
     failure = None
     try:
         for feeds in candidates:
@@ -117,6 +127,10 @@ def _verify(original, optimized, fetch_names, feeds_file, tolerance, timeout) ->
 @click.option("--dump-dir", metavar="DIR", help="Write the graph after each pass that changed it.")
 @click.option("--verify", "verify_runs", is_flag=True, help="Run both graphs on random feeds; exit 1 if they differ.")
 @click.option("--feeds", "feeds_file", metavar="FILE.npz", help="With --verify: feed these values instead of random ones.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, metavar="S",
+              help="With --verify: the seed of the generated feeds.")
+@click.option("--shape", "shape_overrides", multiple=True, metavar="NAME=DIMS",
+              help="With --verify: run both graphs with placeholder NAME at this concrete shape (repeatable).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_VERIFY_TIMEOUT,
               show_default=True, metavar="SECONDS",
               help="With --verify: stop running the graphs after this long (exit 1); a kernel already "
@@ -131,8 +145,8 @@ def _verify(original, optimized, fetch_names, feeds_file, tolerance, timeout) ->
 @signature_option
 @common_options
 def command(input_path, output_path, fetches, keep, only, skip, list_passes, max_iterations, fold_max_bytes,
-            dump_dir, verify_runs, feeds_file, timeout, verify_tolerance, strict_fp, text, binary, as_json, report,
-            signature):
+            dump_dir, verify_runs, feeds_file, seed, shape_overrides, timeout, verify_tolerance, strict_fp, text, binary,
+            as_json, report, signature):
     """Optimize IN and write OUT; never changes what the fetched tensors compute."""
     from graphtool import api
     from graphtool.costs import constant_bytes
@@ -153,7 +167,12 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
     if report:
         graph_io.check_writable(report)
     passes = select_passes(_split(only), _split(skip))
+    shapes = parse_shape_overrides(shape_overrides)
+    if (shapes or seed) and not verify_runs:
+        raise UsageError(f"{'--shape' if shapes else '--seed'} needs --verify (it sets what --verify feeds)")
     graph = load_graph(input_path, signature=signature)
+    if shapes:   # a bad override is reported before the passes run
+        apply_shape_overrides(graph.copy(), shapes)
     fetch_names = list(fetches) or [ref.name for node in graph_outputs(graph) for ref in node.outputs]
     fetch_refs = []
     for name in fetch_names:
@@ -181,7 +200,8 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
     mismatches, tolerance_text = [], ""
     if verify_runs:
         with stage("verifying (running both graphs)"):
-            mismatches, tolerance_text = _verify(original, graph, fetch_names, feeds_file, verify_tolerance, timeout)
+            mismatches, tolerance_text = _verify(original, graph, fetch_names, feeds_file, verify_tolerance, timeout,
+                                                 seed, shapes)
         if mismatches:
             raise RuntimeFailure("--verify: the optimized graph computes something else: " + "; ".join(mismatches[:3])
                                  + f" (tolerance {tolerance_text})",
@@ -200,7 +220,8 @@ def command(input_path, output_path, fetches, keep, only, skip, list_passes, max
             show(console, f"note (after): {note}")
         info(f"nodes {nodes_before} -> {len(graph)}, edges {edges_before} -> {count_edges(graph)}, "
              f"constants {bytes_before:,} -> {bytes_after:,} bytes, {result.iterations} iteration(s)"
-             + (f", verified on {feeds_file or 'random feeds'} within {tolerance_text}" if verify_runs else ""))
+             + (f", verified on {feeds_file or f'generated feeds (seed {seed})'} within {tolerance_text}"
+                if verify_runs else ""))
     if as_json or report:
         emit_report({"command": "optimize", "graph": input_path, "output": output_path,
                      "nodes": {"before": nodes_before, "after": len(graph)},

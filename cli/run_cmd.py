@@ -140,11 +140,11 @@ def execution_options(func):
                           "casting allows (float64 -> float32, int -> float); without it a feed must "
                           "have that dtype, a wider float, or an integer type whose values fit."),
         click.option("--fetch", "fetches", multiple=True, metavar="T",
-                     help="Tensor to fetch (default: every graph output)."),
+                     help="Tensor to fetch (default: the graph's real outputs, as `inspect` lists them)."),
         click.option("--random-feeds", is_flag=True,
                      help="Generate a value for every placeholder not fed explicitly (explicit feeds win); "
                           "a notice names what was generated."),
-        click.option("--seed", type=int, default=0, show_default=True, metavar="S",
+        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, metavar="S",
                      help="With --random-feeds: the generator's seed."),
         click.option("--shape", "shape_overrides", multiple=True, metavar="NAME=DIMS",
                      help="Run placeholder NAME at this concrete shape (e.g. input=4,224,224,3), replacing "
@@ -175,18 +175,20 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
                  cast_feeds: bool = False, cluster_spec: str | None = None, compress: str = "none",
                  prepare_graph=None, random_feeds: bool = False, seed: int = 0, shapes=()):
     """(session, feeds, fetch list) for GRAPH and the execution options; the default fetches are
-    every graph output. UsageError for a graph with nothing to fetch. With `cluster_spec`, the
+    the graph's real outputs (Session.default_fetches). UsageError for a graph with nothing to fetch. With `cluster_spec`, the
     session runs on that cluster (started here, closed when the command ends). `prepare_graph`
     sees the loaded graph before the session is made (a saver is added there). `shapes`
     (--shape NAME=DIMS strings) replace those placeholders' declared shapes; with `random_feeds`,
     every placeholder not fed explicitly gets a generated value (graphtool/generated_feeds.py,
-    from `seed`), named in a notice."""
+    from `seed`), named in a notice, and the variables the fetches read are initialized."""
     from graphtool.exec.session import Session
 
     if jit_cache is not None:
         from graphtool.jit import runtime
 
         runtime.set_cache_dir(jit_cache)
+    if seed and not random_feeds:
+        raise UsageError("--seed needs --random-feeds (it seeds the generated feeds)")
     overrides = generated_feeds.parse_shape_overrides(shapes)
     loaded = load_graph(graph, signature=signature)
     generated_feeds.apply_shape_overrides(loaded, overrides)
@@ -206,7 +208,7 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
         fed = [session.resolve(name, "feed").node for name in feeds]
         made = generated_feeds.generate_feeds(loaded, seed, skip=fed, shapes=overrides)
         if made:
-            info(generated_feeds.describe(made, seed))
+            info(generated_feeds.describe(made, seed, loaded))
         feeds = {**made, **feeds}
     if session.lowering is not None:
         info(session.lowering.notice())
@@ -217,6 +219,13 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
         session.resolve(name, "fetch")
     if cluster_spec is not None:
         session.use_cluster(start_cluster(cluster_spec, threads=threads, compress=compress))
+    if random_feeds:   # generated inputs, generated state: variables start from their initializers
+        inits = generated_feeds.variable_initializers(session.graph, [session.resolve(n, "fetch").node
+                                                                      for n in fetch_list])
+        if inits:
+            session.run([], feeds, targets=[n.name for n in inits])
+            info(f"ran the initializers of {len(inits)} variable(s) first (as --init would): "
+                 + ", ".join(n.name for n in inits[:5]) + (f", ... ({len(inits) - 5} more)" if len(inits) > 5 else ""))
     return session, feeds, fetch_list
 
 

@@ -98,8 +98,8 @@ def run(graph: Graph, feeds: Feeds = None, fetches: Fetches = None, *, device: s
 
     `feeds`: {tensor name: value} (names as `x` or `x:0`) or the path of an .npz archive.
     `fetches`: one tensor name -> its array; a list of names -> a list of arrays; None -> a dict
-    {name: array} of every graph output (an output on a cond branch this run did not take is
-    None). `device`: "cpu", "gpu", "cpu:1", ...; `jit=True` compiles clusters with XLA (the `jit`
+    {name: array} of the graph's real outputs, as `dftool run` fetches by default (an output on
+    a cond branch this run did not take is None). `device`: "cpu", "gpu", "cpu:1", ...; `jit=True` compiles clusters with XLA (the `jit`
     extra); None follows $DFTOOL_JIT."""
     session = _session(graph, device, threads, check_numerics, jit)
     names, named = _fetch_list(session, fetches)

@@ -2,14 +2,20 @@
 
 `run`/`profile --random-feeds`, `compare` and `optimize --verify` share this one generator. A
 placeholder gets its declared shape, with a `--shape NAME=DIMS` override first (written into the
-Placeholder's `shape` attr, so shape inference and the feed checks see it) and unknown dims set to
-`unknown_dim` (1 for a run: a batch of one; `optimize --verify` uses 2, so broadcasting mistakes
-show). Values, from numpy's PCG64 seeded with `seed`:
+Placeholder's `shape` attr, so shape inference and the feed checks see it); an unknown dim that a
+consumer fixes (a Reshape to a constant, a MatMul, a broadcasting partner) takes that size; an
+unknown dim 0 (the batch) follows the first override's dim 0; the others are `unknown_dim` (1 for
+a run: a batch of one; `optimize --verify` uses 2, so broadcasting mistakes show); an unknown
+rank is a vector of `unknown_dim`. Values, from numpy's PCG64 seeded
+with `seed`:
 
 - floats: uniform in [0.5, 1.5) (positive and away from 0: safe for log, sqrt, division);
 - complex: real part as floats, imaginary part uniform in [-1, 1);
-- bool: fair coin; strings: the bytes b"x";
-- integers: per `integers` (see INTEGER_STYLES): small non-negative indices by default.
+- bool: fair coin; strings: 16 random lowercase letters;
+- integers: per `integers` (see INTEGER_STYLES): small non-negative indices by default;
+
+then fitted to what the consumers do with them (feed_constraints.py: indices within the gathered
+dim, divisors non-zero, shape arguments consistent, text a parser accepts...).
 
 A placeholder too large for the tensor bound (limits.max_tensor_bytes) is a RuntimeFailure naming
 it. PlaceholderWithDefault keeps its default unless `shapes` names it.
@@ -18,16 +24,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from . import limits
 from .dtypes import DType
 from .errors import RuntimeFailure, UsageError
+from .feed_constraints import constraints, derived_dims, values_for
 from .ir import Graph, Node
 from .ops.core import FED_INPUT_OPS
-from .prune import SIGNATURE_INPUT_ATTR
+from .prune import SIGNATURE_INPUT_ATTR, needed_nodes
 from .shape_inference import infer_shapes
 from .shapes import MAX_RANK, Shape, has_rank
 from .suggest import did_you_mean
@@ -35,21 +41,15 @@ from .suggest import did_you_mean
 # What an unknown dim becomes without a --shape: a batch of one.
 DEFAULT_UNKNOWN_DIM = 1
 
+# Generated strings: this many random lowercase letters (long enough for Substr and the like).
+_TEXT_LENGTH = 16
+
 # Integer inputs in turn: small indices (may be 0), non-zero values (divisors), permutations
 # (InvertPermutation, Transpose perms). --verify uses the first kind the original graph accepts.
 INTEGER_STYLES = ("indices", "nonzero", "permutation")
 
 # Inputs a user may name in --shape: the fed ones, and PlaceholderWithDefault (then fed too).
 SHAPEABLE_OPS = FED_INPUT_OPS | {"PlaceholderWithDefault"}
-
-
-@dataclass(frozen=True)
-class Generated:
-    """One generated feed, for the notice: the name it is fed under, its dtype and shape."""
-
-    name: str
-    dtype: DType
-    shape: tuple[int, ...]
 
 
 def parse_shape_overrides(specs: Iterable[str]) -> dict[str, tuple[int, ...]]:
@@ -78,6 +78,8 @@ def parse_shape_overrides(specs: Iterable[str]) -> dict[str, tuple[int, ...]]:
                                  f"integers separated by commas)") from None
             if dim < 0:
                 raise UsageError(f"--shape '{spec}': dim {dim} is negative")
+            if dim >= 2**63:
+                raise UsageError(f"--shape '{spec}': dim {dim} is above the largest size a shape holds (2**63 - 1)")
             dims.append(dim)
         if len(dims) > MAX_RANK:
             raise UsageError(f"--shape '{spec}': rank {len(dims)} is above TensorFlow's maximum rank {MAX_RANK}")
@@ -156,25 +158,40 @@ def generate_feeds(graph: Graph, seed: int = 0, skip: Iterable[Node] = (), shape
     inferred = infer_shapes(graph)
     skipped = set(skip)
     named = {find_input(graph, name).name for name in (shapes or {})}
-    feeds: dict[str, np.ndarray] = {}
+    # Inputs share a batch: an unknown dim 0 follows the first --shape override's.
+    batch = next((dims[0] for dims in (shapes or {}).values() if len(dims) > 0), unknown_dim)
+    planned: dict[str, tuple[Node, DType, list[int]]] = {}
     for node in graph.nodes:
         if node in skipped:
             continue
         if node.op not in FED_INPUT_OPS and not (node.op == "PlaceholderWithDefault" and node.name in named):
             continue
         dtype = _dtype_of(node, inferred)
-        shape = inferred.shape(node.output(0))
-        if not has_rank(shape) or node.name in named:
-            shape = declared_shape(node) if node.name in named else shape
-        dims = [unknown_dim if d is None else d for d in shape.dims] if has_rank(shape) else [unknown_dim]
+        shape = declared_shape(node) if node.name in named else inferred.shape(node.output(0))
+        declared = derived_dims(node, list(shape.dims), inferred) if has_rank(shape) else None
+        dims = [(batch if i == 0 else unknown_dim) if d is None else d for i, d in enumerate(declared)] \
+            if declared is not None else [unknown_dim]
         _check_size(node, dims, dtype)
-        feeds[node.name] = _values(rng, dims, dtype, integers)
+        planned[node.name] = (node, dtype, dims)
+    # What the consumers need of the values, seen with every generated feed's concrete shape.
+    concrete = infer_shapes(graph, {name: Shape(dims) for name, (_, _, dims) in planned.items()}) if planned else inferred
+    needs = constraints(graph, concrete, {name: dims for name, (_, _, dims) in planned.items()})
+    feeds: dict[str, np.ndarray] = {}
+    for name, (node, dtype, dims) in planned.items():
+        value = values_for(needs[name], rng, dims, dtype) if name in needs else None
+        feeds[name] = value if value is not None else _values(rng, dims, dtype, integers)
     return feeds
 
 
-def describe(feeds: Mapping[str, np.ndarray], seed: int) -> str:
-    """The one-line notice of what was generated: names, dtypes and shapes, and the seed."""
-    parts = [f"{name} {_dtype_name(value)}{Shape(value.shape)}" for name, value in feeds.items()]
+def describe(feeds: Mapping[str, np.ndarray], seed: int, graph: Graph | None = None) -> str:
+    """The one-line notice of what was generated: names (a SavedModel input by its signature key,
+    with `graph`), dtypes and shapes, and the seed."""
+    def label(name: str) -> str:
+        node = graph.get(name) if graph is not None else None
+        return str(node.attr(SIGNATURE_INPUT_ATTR)) if node is not None and node.has_attr(SIGNATURE_INPUT_ATTR) \
+            else name
+
+    parts = [f"{label(name)} {_dtype_name(value)}{Shape(value.shape)}" for name, value in feeds.items()]
     shown = parts[:8] + ([f"... ({len(parts) - 8} more)"] if len(parts) > 8 else [])
     return f"generated {len(parts)} feed(s) with seed {seed}: {', '.join(shown)}"
 
@@ -207,7 +224,9 @@ def _values(rng, dims: list[int], dtype: DType, integers: str) -> np.ndarray:
         return (rng.uniform(0.5, 1.5, dims) + 1j * rng.uniform(-1, 1, dims)).astype(dtype.numpy)
     if dtype.is_floating:
         return rng.uniform(0.5, 1.5, dims).astype(dtype.numpy)
-    return np.full(dims, b"x", dtype=object)
+    letters = rng.integers(ord("a"), ord("z") + 1, size=(*dims, _TEXT_LENGTH)).astype(np.uint8)
+    flat = letters.reshape(-1, _TEXT_LENGTH)
+    return np.array([row.tobytes() for row in flat], dtype=object).reshape(dims)
 
 
 def _check_size(node: Node, dims: list[int], dtype: DType) -> None:
@@ -224,3 +243,23 @@ def _check_size(node: Node, dims: list[int], dtype: DType) -> None:
         raise RuntimeFailure(f"cannot make a random feed for placeholder '{node.name}' of shape {dims}: "
                              f"{limits.describe_bytes(size)} is above the tensor limit "
                              f"{limits.describe_bytes(bound)} (--max-tensor-bytes)")
+
+
+# Variables whose value a step reads; their TensorFlow initializer is named `<variable>/Assign`.
+_VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp"})
+_ASSIGN_OPS = frozenset({"Assign", "AssignVariableOp"})
+
+
+def variable_initializers(graph: Graph, fetch_nodes: Iterable[Node]) -> list[Node]:
+    """The initializer of every variable the fetches need (TensorFlow's `<variable>/Assign`, an
+    Assign or AssignVariableOp of the variable), for a run on generated inputs of a graph whose
+    variables nobody initialized; in graph order."""
+    needed = needed_nodes(graph, list(fetch_nodes))
+    found = []
+    for node in graph.nodes:
+        if node.op not in _VARIABLE_OPS or node not in needed:
+            continue
+        init = graph.get(f"{node.name}/Assign")
+        if init is not None and init.op in _ASSIGN_OPS and init.inputs and init.inputs[0].node is node:
+            found.append(init)
+    return found

@@ -20,7 +20,7 @@ from .costs import parameter_stats
 from .errors import DftoolError
 from .functions.library import summarize_functions
 from .ir import Graph, Node, TensorRef
-from .ir.queries import PLACEHOLDER_OPS, graph_outputs, graph_sinks
+from .ir.queries import PLACEHOLDER_OPS, graph_sinks, picked_outputs
 from .ops import opaque
 from .prune import needed_nodes
 from .shape_inference import ShapeResult, infer_shapes
@@ -44,7 +44,9 @@ def inspect_graph(graph: Graph, source: str = "graph", build_problems: Sequence[
     edges {data, control}; op_counts {op: n} (most frequent first);
     inputs [{name, op, dtype, shape, optional, used}] (placeholders; shape is a list with null
     for unknown dims, or null for unknown rank); outputs [{name, op, dtype, shape}] (every output
-    tensor of nodes nobody uses); sinks [{name, op}] (unused nodes without outputs);
+    tensor of nodes nobody uses that is a real output: ir.queries.picked_outputs, what a run
+    fetches by default); left_out_outputs [{name, op, reason}] (the unused tensors it left out,
+    and why); sinks [{name, op}] (unused nodes without outputs);
     devices [{device, nodes}]; frames [{name, parent, depth, nodes, enters, exits,
     parallel_iterations}]; functions [{name, inputs [{name, dtype}], outputs, nodes, stateful,
     callers}] (the function library; callers are node names, 'function/node' inside bodies); parameters (see parameter_stats); shapes {tensors, fully_known,
@@ -62,6 +64,7 @@ def inspect_graph(graph: Graph, source: str = "graph", build_problems: Sequence[
     # A broken graph may defeat a section (a cycle has no frames): report that, keep the rest.
     broken = bool(problems)
     outputs = _section("outputs", findings, broken, lambda: _output_entries(graph, shapes, bool(unknown)))
+    left_out = _section("left-out outputs", findings, broken, lambda: left_out_outputs(graph))
     sinks = _section("sinks", findings, broken, lambda: [{"name": n.name, "op": n.op} for n in graph_sinks(graph)])
     frames = _section("frames", findings, broken, lambda: _frames(graph))
     for op, names in unknown_by_op.items():
@@ -79,6 +82,7 @@ def inspect_graph(graph: Graph, source: str = "graph", build_problems: Sequence[
         "op_counts": _op_counts(graph),
         "inputs": inputs,
         "outputs": outputs,
+        "left_out_outputs": left_out,
         "sinks": sinks,
         "devices": _devices(graph),
         "frames": frames,
@@ -180,10 +184,17 @@ def _input_entry(node: Node) -> dict:
             "optional": node.op == "PlaceholderWithDefault", "used": node.has_users}
 
 
+def left_out_outputs(graph: Graph) -> list[dict]:
+    """The unused output tensors the default fetches leave out: name, op and why."""
+    _, left_out = picked_outputs(graph)
+    return [{"name": left.tensor.name, "op": left.tensor.node.op, "reason": left.reason} for left in left_out]
+
+
 def _output_entries(graph: Graph, shapes: ShapeResult, has_unknown: bool) -> list[dict]:
     entries = []
     in_functions = opaque.unknown_ops_by_function(graph.library) if has_unknown else {}
-    for node in graph_outputs(graph):
+    picked, _ = picked_outputs(graph)
+    for node in dict.fromkeys(ref.node for ref in picked):
         extra = {}
         if has_unknown:   # the key appears only in reports on graphs with unknown ops
             needs = set()
@@ -194,7 +205,8 @@ def _output_entries(graph: Graph, shapes: ShapeResult, has_unknown: bool) -> lis
                     needs |= in_functions[function]
             extra["needs_unknown_ops"] = sorted(needs)
         for ref in node.outputs:
-            entries.append({**_tensor_entry(ref, shapes), **extra})
+            if ref in picked:
+                entries.append({**_tensor_entry(ref, shapes), **extra})
     return entries
 
 

@@ -102,15 +102,17 @@ def test_outputs_sinks_devices_and_optional_inputs():
     op(graph, "Switch", "sw", x, placeholder(graph, "flag", [], dtypes.bool_))
     graph.verify()
     report = inspect_graph(graph, "g.pb")
-    assert [(o["name"], o["op"]) for o in report["outputs"]] == [("z", "Relu"), ("sw", "Switch"), ("sw:1", "Switch")]
+    # The unused Switch is cond bookkeeping: not a real output, listed with the reason.
+    assert [(o["name"], o["op"]) for o in report["outputs"]] == [("z", "Relu")]
+    assert report["left_out_outputs"] == [
+        {"name": name, "op": "Switch", "reason": "cond bookkeeping: a Switch nobody uses"} for name in ("sw", "sw:1")]
     assert report["sinks"] == [{"name": "train", "op": "NoOp"}]
     assert report["devices"] == [{"device": "(unplaced)", "nodes": 6},
                                  {"device": "/device:CPU:0", "nodes": 1},
                                  {"device": "/job:localhost/replica:0/task:0/device:CPU:0", "nodes": 1}]
     assert {i["name"]: i["optional"] for i in report["inputs"]} == {"in/x": False, "rate": True, "flag": False}
     # The optional input is not fed; a scoped name gets a flat file name.
-    assert report["run_command"] == ("dftool run g.pb --feed in/x=in_x.npy --feed flag=flag.npy "
-                                     "--fetch z --fetch sw --fetch sw:1")
+    assert report["run_command"] == "dftool run g.pb --feed in/x=in_x.npy --feed flag=flag.npy --fetch z"
 
 
 def test_findings():

@@ -18,7 +18,7 @@ from ..errors import RuntimeFailure, UsageError
 from ..suggest import did_you_mean, join_hints
 from ..functions.lowering import lower_functional_ops, needs_lowering
 from ..ir import Graph, TensorRef, parse_tensor_name
-from ..ir.queries import graph_outputs
+from ..ir.queries import picked_outputs
 from ..ops.core import FED_INPUT_OPS
 from ..ops import opaque
 from ..prune import SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUT_ATTR, fed_tensor_aliases, needed_nodes, retval_names
@@ -144,9 +144,11 @@ class Session:
         retvals = retval_names(self.graph)
         if retvals:   # a call-frame graph returns its _Retvals, in index order
             return retvals
-        # A SavedModel output whose key names another node is fetched by its key.
-        return [node.attr(SIGNATURE_OUTPUT_ATTR) if node.has_attr(SIGNATURE_OUTPUT_ATTR) else ref.name
-                for node in graph_outputs(self.graph) for ref in node.outputs]
+        # A SavedModel output whose key names another node is fetched by its key. The graph's
+        # real outputs: not loop counters, probes or cond bookkeeping (ir.queries.picked_outputs).
+        picked, _ = picked_outputs(self.graph)
+        return [ref.node.attr(SIGNATURE_OUTPUT_ATTR) if ref.node.has_attr(SIGNATURE_OUTPUT_ATTR) else ref.name
+                for ref in picked]
 
     # --- running ----------------------------------------------------------------------------------
     def run(self, fetches: list[str], feeds: dict[str, np.ndarray] | None = None,
