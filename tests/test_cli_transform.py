@@ -323,3 +323,22 @@ def test_insert_logging_skips_what_it_cannot_log(tmp_path):
     assert lines[:3] == ["insert_logging(prefix=split): nodes_skipped=1 (nodes 3 -> 3)",
                          "    note: not logged (control flow, no printable output, or a multi-output graph output): split",
                          "    note: no node could be logged"]
+
+
+def test_compare_reports_the_accuracy_quantize_weights_costs(tmp_path):
+    """8-bit weights change the convnet's probabilities by a little: `compare` fails them at its
+    default tolerances, says how much they moved and which tolerance would pass, and passes at a
+    tolerance one quantization step allows."""
+    quantized = tmp_path / "q.pb"
+    code, _, stderr = run_dftool("transform", SAMPLES / "convnet.pb", quantized,
+                                 "--apply", "quantize_weights(minimum_size=10)", "-q")
+    assert code == 0, stderr
+    common = [SAMPLES / "convnet.pb", quantized, "--feeds", SAMPLES / "convnet.feeds.npz", "--json"]
+    code, stdout, stderr = run_dftool("compare", *common)
+    assert code == 1 and "error: 1 of 1 output(s) differ beyond rtol 1e-05, atol 1e-08: probs" in stderr
+    (probs,) = json.loads(stdout)["outputs"]
+    assert probs["status"] == "FAILED" and probs["mismatches"] > 0
+    # Softmax outputs lie in [0, 1]; 8 bits per weight moves them by well under 1e-2, but not by nothing.
+    assert 1e-6 < probs["abs_error"]["max"] < 1e-2 and probs["min_atol"] == pytest.approx(probs["abs_error"]["max"], rel=1e-3)
+    code, stdout, _ = run_dftool("compare", *common, "--rtol", "0", "--atol", f"{probs['min_atol'] * 1.01:.6g}")
+    assert code == 0 and json.loads(stdout)["passed"] is True
