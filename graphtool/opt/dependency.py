@@ -19,7 +19,8 @@ run finds nothing to do):
   input is dead (no Merge, Enter, Exit, NextIteration or ControlTrigger), so dropping the edge
   keeps both the ordering and the deadness of the node.
 - Control edges from constants: `^c` where c is a Const with no inputs at all (so it is never
-  dead and is ready at once) orders nothing (Grappler's dependency optimizer drops them too).
+  dead and is ready at once) orders nothing (Grappler's dependency optimizer drops them too);
+  kept on a node of an unknown op, whose NodeDef round-trips verbatim.
   A frozen graph hangs its folded variable reads on the output this way; once dropped, dce
   removes the Consts nobody reads.
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..ir import Graph, Node
+from ..ops.opaque import is_opaque
 from ..ir.frames import ENTER_OPS, FrameInfo
 from .base import Pass, PassContext, PassResult, Rule, apply_rules, register_pass
 
@@ -209,7 +211,8 @@ class RemoveConstControls(Rule):
     name = "const_control_edges_removed"
 
     def applies(self, node: Node, ctx: PassContext) -> bool:
-        return any(_free_constant(c) for c in node.control_inputs)
+        # A node of an op dftool does not know keeps its NodeDef verbatim (ops/opaque.py).
+        return any(_free_constant(c) for c in node.control_inputs) and not is_opaque(node)
 
     def rewrite(self, node: Node, graph: Graph, ctx: PassContext) -> bool:
         for control in [c for c in node.control_inputs if _free_constant(c)]:

@@ -159,6 +159,7 @@ CASES += [
     ("ImageSummary", "ImageSummary", [np.array(b"i"), IMAGE], dict(max_images=2)),
     ("AudioSummaryV2", "AudioSummaryV2", [np.array(b"a"), F, np.float32(8000)], {}),
     ("AudioSummary", "AudioSummary", [np.array(b"a"), F], dict(sample_rate=8000.0)),
+    ("Print", "Print", [F, [F[0, :2]]], dict(message="values: ", summarize=2)),
     ("MergeSummary", "MergeSummary", [[np.array([_SCALAR_SUMMARY]), np.array(b"")]], {}),
     ("TensorSummaryV2", "TensorSummaryV2", [np.array(b"t"), INTS, np.array(b"")], {}),
     ("TensorSummary", "TensorSummary", [F], {}),

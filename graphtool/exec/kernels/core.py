@@ -2,6 +2,7 @@
 writes into an input (forwarding one unchanged, as Identity does, is fine)."""
 from __future__ import annotations
 
+from .math_common import to_host
 from .registry import CPU, kernel
 
 
@@ -120,7 +121,7 @@ def print_(ctx, x, *data, message, first_n, summarize):
         counter = ctx.resources.session.lookup_or_create(("Print", ctx.node_name), _PrintCount)
         if not counter.take(first_n):
             return x
-    host = [ctx.xp.asnumpy(d) if hasattr(ctx.xp, "asnumpy") else d for d in data]
+    host = [to_host(d) for d in data]    # the values are formatted on the host, as TensorFlow's kernel does
     sys.stderr.write(message + "".join(f"[{summarize_value(d, summarize)}]" for d in host) + "\n")
     sys.stderr.flush()
     return x
