@@ -8,7 +8,7 @@ from typing import Iterator
 import click
 import numpy as np
 
-from graphtool import feeds as feed_files
+from graphtool.feeds import files as feed_files
 from graphtool import graph_io
 from graphtool.compare import DEFAULT_ATOL, DEFAULT_CHUNK_BYTES, DEFAULT_RTOL, Comparison, compare_values
 from graphtool.compare import plan_tensors, walk

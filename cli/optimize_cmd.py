@@ -9,7 +9,7 @@ from rich.table import Table
 
 from graphtool import graph_io
 from graphtool.errors import DftoolError, RuntimeFailure, UsageError
-from graphtool.generated_feeds import apply_shape_overrides, parse_shape_overrides
+from graphtool.feeds.generated import apply_shape_overrides, parse_shape_overrides
 from graphtool.suggest import did_you_mean
 
 from . import output
@@ -64,7 +64,7 @@ DEFAULT_VERIFY_TIMEOUT = 60.0
 def _verify(original, optimized, fetch_names, feeds_file, tolerance, timeout, seed: int = 0,
             shapes=None) -> tuple[list[str], str]:
     """Differences between the graphs' fetches on the given feeds, or on the first kind of
-    generated feeds (graphtool/generated_feeds.py, from `seed`) the original graph accepts
+    generated feeds (graphtool/feeds/generated.py, from `seed`) the original graph accepts
     (integer inputs may have to be divisors or permutations), beyond each fetch's float32
     accumulation tolerance (graphtool/opt/tolerance.py) or the explicit relative `tolerance`;
     also the tolerance in words. `shapes` (--shape: name -> dims) run both graphs' placeholders
@@ -75,8 +75,8 @@ def _verify(original, optimized, fetch_names, feeds_file, tolerance, timeout, se
     from graphtool.opt.equivalence import candidate_feeds, differences
     from graphtool.opt.tolerance import describe, fetch_tolerances
 
-    from graphtool.feeds import collect_feeds
-    from graphtool.generated_feeds import find_input
+    from graphtool.feeds.files import collect_feeds
+    from graphtool.feeds.generated import find_input
 
     deadline = time.monotonic() + timeout
 

@@ -11,8 +11,8 @@ from typing import Any
 import click
 import numpy as np
 
-from graphtool import feeds as feed_files
-from graphtool import generated_feeds
+from graphtool.feeds import files as feed_files
+from graphtool.feeds import generated as generated_feeds
 from graphtool import graph_io
 from graphtool.errors import RuntimeFailure, UsageError
 from graphtool.exec.trace import write_trace
@@ -179,7 +179,7 @@ def open_session(graph: str, feed_pairs, feeds_file, fetches, device: str, threa
     session runs on that cluster (started here, closed when the command ends). `prepare_graph`
     sees the loaded graph before the session is made (a saver is added there). `shapes`
     (--shape NAME=DIMS strings) replace those placeholders' declared shapes; with `random_feeds`,
-    every placeholder not fed explicitly gets a generated value (graphtool/generated_feeds.py,
+    every placeholder not fed explicitly gets a generated value (graphtool/feeds/generated.py,
     from `seed`), named in a notice, and the variables the fetches read are initialized."""
     from graphtool.exec.session import Session
 

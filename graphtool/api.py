@@ -64,7 +64,7 @@ def _feed_values(session, feeds: Feeds) -> dict[str, Any]:
     (lists, numbers) take the placeholder's dtype, numpy arrays are checked as they are."""
     import numpy as np
 
-    from .feeds import collect_feeds, placeholder_expectation
+    from .feeds.files import collect_feeds, placeholder_expectation
 
     expect = placeholder_expectation(session.resolve)
     if feeds is None:

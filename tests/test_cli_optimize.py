@@ -288,7 +288,7 @@ def test_optimize_verify_passes_on_every_fixture(case, tmp_path, capsys):
     """`dftool optimize IN OUT --verify` (all passes, default fetches, generated feeds) exits 0 on
     every TensorFlow fixture (in-process entry point, to keep the suite fast), text and sparse
     inputs included: the generated feeds are CSV lines, numbers, tf.Examples and SparseTensors
-    where the graph parses them (graphtool/feed_constraints.py)."""
+    where the graph parses them (graphtool/feeds/constraints.py)."""
     from cli.main import main
 
     code = main(["optimize", str(_FIXTURE_ROOT / case / "graph.pb"), str(tmp_path / "out.pb"), "--verify", "-q"])

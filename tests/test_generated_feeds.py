@@ -1,11 +1,11 @@
-"""Generated inputs (graphtool/generated_feeds.py) and `run`/`profile --random-feeds --seed --shape`."""
+"""Generated inputs (graphtool/feeds/generated.py) and `run`/`profile --random-feeds --seed --shape`."""
 import numpy as np
 import pytest
 
 from graphtool import dtypes
 from graphtool.builder import GraphBuilder
 from graphtool.errors import UsageError
-from graphtool.generated_feeds import (apply_shape_overrides, describe, generate_feeds, parse_shape_overrides)
+from graphtool.feeds.generated import (apply_shape_overrides, describe, generate_feeds, parse_shape_overrides)
 from graphtool.shape_inference import infer_shapes
 from graphtool.shapes import Shape
 
@@ -157,7 +157,7 @@ def test_a_conflicting_shape_is_one_error_line():
                                          "node 'dense/MatMul' (MatMul)")
 
 
-# --- values that fit their use (graphtool/feed_constraints.py) ----------------------------------
+# --- values that fit their use (graphtool/feeds/constraints.py) ----------------------------------
 def _int_placeholder(b, name, shape, dtype=None):
     return b.placeholder(dtype or dtypes.int32, shape, name=name)
 

@@ -1,6 +1,6 @@
 """Issue 20's acceptance: `run` and `profile --repeat 1 --warmup 0` of every sample, every TensorFlow
 fixture graph and every SavedModel fixture succeed with `--random-feeds` alone (no other feed
-option): the generated values fit what the graph does with them (graphtool/feed_constraints.py),
+option): the generated values fit what the graph does with them (graphtool/feeds/constraints.py),
 the default fetches are the real outputs, and variables start from their initializers.
 
 In-process (cli.main.main) to keep it fast; each graph gets a --timeout so a loop that a value

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..generated_feeds import INTEGER_STYLES, generate_feeds
+from ..feeds.generated import INTEGER_STYLES, generate_feeds
 from ..ir import Graph
 
 # --verify sets unknown dims to 2, not 1: a broadcast that a dim of 1 would hide shows.
@@ -14,14 +14,14 @@ VERIFY_UNKNOWN_DIM = 2
 
 
 def candidate_feeds(graph: Graph, seed: int = 0, shapes=None):
-    """Generated feeds of each integer style (graphtool/generated_feeds.py INTEGER_STYLES), for
+    """Generated feeds of each integer style (graphtool/feeds/generated.py INTEGER_STYLES), for
     callers that try them until one runs."""
     for style in INTEGER_STYLES:
         yield random_feeds(graph, seed, style, shapes)
 
 
 def random_feeds(graph: Graph, seed: int = 0, integers: str = "indices", shapes=None) -> dict[str, np.ndarray]:
-    """A value for every placeholder (graphtool/generated_feeds.py), unknown dims -> 2."""
+    """A value for every placeholder (graphtool/feeds/generated.py), unknown dims -> 2."""
     return generate_feeds(graph, seed, shapes=shapes, integers=integers, unknown_dim=VERIFY_UNKNOWN_DIM)
 
 

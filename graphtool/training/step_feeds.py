@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..errors import UsageError
-from ..feeds import Expectation, read_npz
+from ..feeds.files import Expectation, read_npz
 from ..shapes import Shape
 
 WHAT = "--feeds-per-step"

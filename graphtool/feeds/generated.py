@@ -14,7 +14,7 @@ with `seed`:
 - bool: fair coin; strings: 16 random lowercase letters;
 - integers: per `integers` (see INTEGER_STYLES): small non-negative indices by default;
 
-then fitted to what the consumers do with them (feed_constraints.py: indices within the gathered
+then fitted to what the consumers do with them (constraints.py: indices within the gathered
 dim, divisors non-zero, shape arguments consistent, text a parser accepts...).
 
 A placeholder too large for the tensor bound (limits.max_tensor_bytes) is a RuntimeFailure naming
@@ -27,16 +27,16 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from . import limits
-from .dtypes import DType
-from .errors import RuntimeFailure, UsageError
-from .feed_constraints import constraints, derived_dims, values_for
-from .ir import Graph, Node
-from .ops.core import FED_INPUT_OPS
-from .prune import SIGNATURE_INPUT_ATTR, needed_nodes
-from .shape_inference import infer_shapes
-from .shapes import MAX_RANK, Shape, has_rank
-from .suggest import did_you_mean
+from .. import limits
+from ..dtypes import DType
+from ..errors import RuntimeFailure, UsageError
+from .constraints import constraints, derived_dims, values_for
+from ..ir import Graph, Node
+from ..ops.core import FED_INPUT_OPS
+from ..prune import SIGNATURE_INPUT_ATTR, needed_nodes
+from ..shape_inference import infer_shapes
+from ..shapes import MAX_RANK, Shape, has_rank
+from ..suggest import did_you_mean
 
 # What an unknown dim becomes without a --shape: a batch of one.
 DEFAULT_UNKNOWN_DIM = 1

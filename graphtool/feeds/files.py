@@ -18,11 +18,11 @@ from typing import Callable
 import numpy as np
 from numpy.lib import format as npy_format
 
-from . import dtypes, limits
-from .dtypes import DType
-from .errors import DftoolError, UsageError
-from .ops.core import FED_INPUT_OPS
-from .shapes import Shape
+from .. import dtypes, limits
+from ..dtypes import DType
+from ..errors import DftoolError, UsageError
+from ..ops.core import FED_INPUT_OPS
+from ..shapes import Shape
 
 _NPY_MAGIC = b"\x93NUMPY"
 _ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import dtypes
-from .ir import Graph, Node, TensorRef
-from .proto import example_pb2
-from .shape_inference import ShapeResult
-from .shapes import has_rank
+from .. import dtypes
+from ..ir import Graph, Node, TensorRef
+from ..proto import example_pb2
+from ..shape_inference import ShapeResult
+from ..shapes import has_rank
 
 # Ops whose output 0 carries input 0's values (or a reshaped / cast copy of them).
 _PASS_ALONG = frozenset({"Identity", "RefIdentity", "Snapshot", "StopGradient", "Cast", "Enter", "RefEnter",
