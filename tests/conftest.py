@@ -3,7 +3,8 @@
 
 - Every test under tests/cluster/ (where the `cluster` tests must live) goes to one group of
   the scheduler, so one worker runs them all: one private Ray instance (the session fixtures of tests/cluster/conftest.py) starts,
-  and the timing-sensitive fault tests share the machine with one other worker, not several.
+  and the timing-sensitive fault tests share the machine with the other workers (one per core;
+  `auto` adds one worker for the cluster tests, which mostly wait on Ray).
   Everything else is load-balanced test by test.
 - The controller becomes the child subreaper of its workers' process trees (Linux): a Ray
   process orphaned by a worker that crashed (SIGKILL, segfault: no fixture finalizer ran, and
@@ -78,6 +79,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(optionalhook=True)   # (a hook of xdist's: unknown when it is not loaded)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`--numprocesses=auto`: one worker per core, plus one. The worker that runs tests/cluster
+    spends most of its time waiting on Ray's processes (they, not it, use the CPU), so with one
+    worker per core a core sits idle for the length of the cluster tests (measured on 2 cores:
+    1.4 of 2 cores busy over the run)."""
+    return (os.cpu_count() or 1) + 1
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """`--dist loadgroup`, with every test under tests/cluster/ in one group. (xdist's own
     `xdist_group` marker names the group in a node id suffix that pytest 9.2's node ids no
