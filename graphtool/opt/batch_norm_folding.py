@@ -37,7 +37,9 @@ ConstantOf = Callable[[TensorRef], "np.ndarray | None"]
 
 
 def plain_constant(budget: int) -> ConstantOf:
-    """A Const's value seen through Identity nodes (no control inputs anywhere on the way)."""
+    """A Const's value seen through Identity nodes, or None. Nodes with control inputs do not
+    count (a folded copy would lose the ordering they impose), nor does a filled Const that
+    would expand beyond `budget` bytes."""
     from .base import const_value_within
 
     def value(ref: TensorRef) -> np.ndarray | None:
@@ -161,32 +163,50 @@ def drop_dead(graph: Graph, ctx: PassContext, nodes: list[Node]) -> None:
         stack.extend(producers)
 
 
-class FoldScale(Rule):
-    """contraction(x, w) -> Mul(., s)  =>  contraction(x, w * s)."""
+class _PerChannelOperand(Rule):
+    """The shared match of the folding rules: a contraction with constant weights whose only
+    reader is one of `readers`, whose other operand is a per-channel constant; `_match` gives
+    (reader, the weights, the operand as a vector over the output channels) or None."""
 
-    name = "scales_folded"
+    readers: frozenset[str] = frozenset()
 
     def __init__(self, site: _Site, pass_name: str):
         self.site, self.pass_name = site, pass_name
 
+    def _enabled(self) -> bool:
+        return True
+
+    def _accepts(self, reader: Node, operand: tuple[int, TensorRef]) -> bool:
+        return True
+
     def _match(self, node: Node):
         site = self.site
-        if site.ctx.strict_fp or not site.contraction(node):
+        if not self._enabled() or not site.contraction(node):
             return None
-        mul = site.sole_reader(node, frozenset({"Mul"}))
-        operand = None if mul is None else site.other_operand(mul, node)
-        if mul is None or operand is None:
+        reader = site.sole_reader(node, self.readers)
+        operand = None if reader is None else site.other_operand(reader, node)
+        if reader is None or operand is None or not self._accepts(reader, operand):
             return None
         filt = site.constant(node.inputs[1])
-        scale = site.constant(operand[1])
-        if filt is None or scale is None:
+        value = site.constant(operand[1])
+        if filt is None or value is None:
             return None
         channels = output_channels(node, filt)
-        vector = None if channels is None else per_channel(scale, output_rank(node), channel_axis(node), channels)
-        return None if vector is None else (mul, filt, vector)
+        vector = None if channels is None else per_channel(value, output_rank(node), channel_axis(node), channels)
+        return None if vector is None else (reader, filt, vector)
 
     def applies(self, node: Node, ctx: PassContext) -> bool:
         return self._match(node) is not None
+
+
+class FoldScale(_PerChannelOperand):
+    """contraction(x, w) -> Mul(., s)  =>  contraction(x, w * s)."""
+
+    name = "scales_folded"
+    readers = frozenset({"Mul"})
+
+    def _enabled(self) -> bool:
+        return not self.site.ctx.strict_fp     # w * s rounds differently from (x . w) * s
 
     def rewrite(self, node: Node, graph: Graph, ctx: PassContext) -> bool:
         mul, filt, vector = self._match(node)
@@ -203,35 +223,17 @@ class FoldScale(Rule):
         return True
 
 
-class AddToBias(Rule):
+class AddToBias(_PerChannelOperand):
     """contraction -> Add/AddV2(., b) or Sub(., b), b per channel  =>  contraction -> BiasAdd(., ±b)."""
 
     name = "adds_to_bias"
+    readers = _ADDS
 
-    def __init__(self, site: _Site, pass_name: str):
-        self.site, self.pass_name = site, pass_name
-
-    def _match(self, node: Node):
-        site = self.site
-        if not site.contraction(node):
-            return None
-        add = site.sole_reader(node, _ADDS)
-        operand = None if add is None else site.other_operand(add, node)
-        if add is None or operand is None or (add.op == "Sub" and operand[0] != 1):
-            return None
-        filt = site.constant(node.inputs[1])
-        bias = site.constant(operand[1])
-        if filt is None or bias is None:
-            return None
-        channels = output_channels(node, filt)
-        vector = None if channels is None else per_channel(bias, output_rank(node), channel_axis(node), channels)
-        return None if vector is None else (add, vector)
-
-    def applies(self, node: Node, ctx: PassContext) -> bool:
-        return self._match(node) is not None
+    def _accepts(self, reader: Node, operand: tuple[int, TensorRef]) -> bool:
+        return reader.op != "Sub" or operand[0] == 1       # only x - b, not b - x
 
     def rewrite(self, node: Node, graph: Graph, ctx: PassContext) -> bool:
-        add, vector = self._match(node)
+        add, _, vector = self._match(node)
         dtype = node.attr("T")
         vector = (-vector if add.op == "Sub" else vector).astype(dtype.numpy)  # x - b == x + (-b) exactly
         const = _new_const(graph, add, "bias", np.ascontiguousarray(vector), dtype, self.pass_name)

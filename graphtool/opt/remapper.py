@@ -151,18 +151,6 @@ def _statistics_type(bn: Node):
     return bn.attr("U") if bn.op != "FusedBatchNorm" else bn.attr("T")
 
 
-def _constant(ref: TensorRef, budget: int) -> np.ndarray | None:
-    """The value of a Const (seen through Identity nodes), or None. Nodes with control inputs do
-    not count: a folded copy would lose the ordering they impose; nor does a filled Const that
-    would expand beyond `budget` bytes."""
-    node = ref.node
-    while node.op == "Identity" and not node.control_inputs:
-        node = node.inputs[0].node
-    if node.op != "Const" or node.control_inputs:
-        return None
-    return const_value_within(node, budget)
-
-
 class _FusionRule(Rule):
     """A rule that replaces a matched Fusion by one fused node (what every pattern shares)."""
 
@@ -264,7 +252,8 @@ class FoldBatchNorm(ConvBatchNorm):
     def _operands(self, fusion: Fusion) -> list[np.ndarray] | None:
         """filter, scale, offset, mean, variance (float64) when all are constants of fitting shapes."""
         refs = (fusion.contraction.inputs[1], *fusion.first.inputs[1:5])
-        values = [v for v in (_constant(ref, self.matcher.ctx.fold_max_bytes) for ref in refs) if v is not None]
+        constant = plain_constant(self.matcher.ctx.fold_max_bytes)
+        values = [v for v in (constant(ref) for ref in refs) if v is not None]
         if len(values) != len(refs) or values[0].ndim != 4:
             return None
         if any(v.shape != values[0].shape[-1:] for v in values[1:]):
